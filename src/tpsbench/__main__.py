@@ -1,0 +1,3 @@
+from tpsbench.cli import main
+
+main()

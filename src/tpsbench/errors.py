@@ -1,0 +1,32 @@
+"""The one exception type users see.
+
+Bad input and unreachable databases are the user's everyday business, not bugs: they
+must end in one line that names the problem and a non-zero exit, never a traceback.
+Everything raised for such reasons is a :class:`TpsbenchError`; the CLI prints its
+message and exits with its ``exit_code``.
+"""
+
+
+class TpsbenchError(Exception):
+    """An error caused by input or environment, reported as one line."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(first_line(message))
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class CheckFailed(TpsbenchError):
+    """Consistency checks found violations; the report was already printed."""
+
+    exit_code = 1
+
+
+def first_line(text: object) -> str:
+    """The first non-empty line of a (driver) message, so errors stay one line."""
+    for line in str(text).splitlines():
+        if line.strip():
+            return line.strip()
+    return str(text).strip() or type(text).__name__

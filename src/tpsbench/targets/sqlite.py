@@ -1,0 +1,68 @@
+"""SQLite: the embedded default, so that everything works with no server.
+
+One file, one writer at a time: loads run in a single process, and contention shows up
+as "database is locked", which virtual users retry. WAL mode lets readers run beside
+the writer, which is how anyone benchmarking SQLite would set it up.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import sqlalchemy as sa
+
+from tpsbench.api.batch import Batch
+from tpsbench.targets.base import Target
+
+BUSY_TIMEOUT_S = 30.0
+
+
+class SqliteTarget(Target):
+    backends = ("sqlite",)
+    dialect = "sqlite"
+    driver = "pysqlite"
+    max_load_workers = 1
+    driver_modules = ("sqlite3",)
+
+    @property
+    def path(self) -> str:
+        return self.url.database or ":memory:"
+
+    def _connect(self) -> Any:
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level="DEFERRED")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return conn
+
+    @property
+    def engine(self) -> sa.Engine:  # type: ignore[override]
+        engine = sa.create_engine(self.url, poolclass=sa.NullPool, connect_args={"timeout": BUSY_TIMEOUT_S})
+        return engine
+
+    def bulk_load(self, conn: Any, batch: Batch) -> None:
+        marks = ",".join("?" * len(batch.columns))
+        conn.executemany(f"INSERT INTO {batch.table} ({','.join(batch.names)}) VALUES ({marks})", batch.to_rows())
+
+    def after_load(self, conn: Any, tables: list[str]) -> None:
+        conn.execute("ANALYZE")
+        conn.commit()
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+
+    def server_info(self) -> dict[str, str]:
+        conn = self.connect()
+        try:
+            info = {"version": sqlite3.sqlite_version}
+            for pragma in ("journal_mode", "synchronous", "page_size", "cache_size"):
+                info[pragma] = str(conn.execute(f"PRAGMA {pragma}").fetchone()[0])
+            return info
+        finally:
+            conn.close()
+
+    def placeholder(self) -> str:
+        return "?"
+
+
+TARGET = SqliteTarget
