@@ -1,0 +1,58 @@
+"""Run a workload's consistency conditions against a built database."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from tpsbench.api.meta import STATE_COMPLETE, read_meta
+from tpsbench.errors import TpsbenchError
+from tpsbench.targets import open_target
+from tpsbench.targets.base import Target
+from tpsbench.workloads import get_workload
+
+
+@dataclass
+class CheckResult:
+    number: int
+    title: str
+    #: violating rows, or None when the condition was skipped
+    violations: int | None
+    skipped_because: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.violations == 0
+
+
+def check(workload: str, url: str | Target | None = None) -> list[CheckResult]:
+    """Evaluate every condition that holds in the database's present state.
+
+    Raises a one-line error when there is nothing to check (never built) or the build
+    is incomplete (interrupted), because conditions on half-loaded data mean nothing.
+    """
+    wl = get_workload(workload)
+    target = url if isinstance(url, Target) else open_target(url)
+    meta = read_meta(target, wl.name)
+    if not meta:
+        raise TpsbenchError(f"no {wl.name} database at {target.describe()}: build one with `tpsbench build {wl.name}`")
+    if meta.get("state") != STATE_COMPLETE:
+        raise TpsbenchError(
+            f"the {wl.name} build at {target.describe()} is incomplete (interrupted?): "
+            f"rebuild with `tpsbench build {wl.name} --drop-existing`",
+            exit_code=1,
+        )
+    missing = sorted(set(wl.tables) - target.table_names())
+    if missing:
+        raise TpsbenchError(f"the {wl.name} database at {target.describe()} lacks tables: {', '.join(missing)}", 1)
+    runs = int(meta.get("runs", "0"))
+    results = []
+    with target.translate_errors("checking"), target.engine.connect() as conn:
+        for item in wl.checks():
+            if runs and not item.holds_after_run:
+                results.append(CheckResult(item.number, item.title, None, f"{runs} run(s) since the build"))
+                continue
+            count = conn.execute(sa.text(f"SELECT COUNT(*) FROM ({item.sql}) v")).scalar_one()
+            results.append(CheckResult(item.number, item.title, int(count)))
+    return results

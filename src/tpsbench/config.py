@@ -1,0 +1,80 @@
+"""Parsing of the values users type: scales, durations, user loads.
+
+Every parser raises :class:`TpsbenchError` with a message that names the bad value,
+so the CLI can print it as one line.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from tpsbench.errors import TpsbenchError
+from tpsbench.resources import data_dir
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+@cache
+def scale_factors(workload: str) -> dict[str, Any]:
+    """The workload's scale_factors/<workload>.toml, or an empty table if it has none."""
+    path = data_dir("scale_factors") / f"{workload}.toml"
+    return tomllib.loads(path.read_text()) if path.exists() else {}
+
+
+def parse_scale(workload: str, text: str | int) -> int:
+    """A positive whole number, or the name of a preset in scale_factors/<workload>.toml."""
+    presets = scale_factors(workload).get("presets", {})
+    value = str(text).strip()
+    if value.lower() in presets:
+        return int(presets[value.lower()]["scale"])
+    try:
+        scale = int(value)
+    except ValueError:
+        names = ", ".join(presets) or "none"
+        raise TpsbenchError(f"scale must be a whole number >= 1 or a preset ({names}), got {value!r}") from None
+    if scale < 1:
+        raise TpsbenchError(f"scale must be a whole number >= 1, got {scale}")
+    return scale
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds from "90", "30s", "2m", "1.5h" or "500ms"."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise TpsbenchError(f"duration must look like 30s, 2m or 1h, got {text!r}")
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2) and match.group(2).lower()]
+
+
+def parse_users(text: str) -> list[int]:
+    """User loads from "1,20,50,100,300" (sysbench-style thread counts too)."""
+    try:
+        loads = [int(part) for part in str(text).split(",") if part.strip()]
+    except ValueError:
+        raise TpsbenchError(f"--users must be whole numbers separated by commas, got {text!r}") from None
+    if not loads or min(loads) < 1:
+        raise TpsbenchError(f"--users must list user counts >= 1, got {text!r}")
+    return loads
+
+
+@dataclass(frozen=True)
+class SizeEstimate:
+    scale: int
+    dialect: str
+    megabytes: float
+    basis: str
+
+
+def estimate_size(workload: str, scale: int, dialect: str) -> SizeEstimate:
+    """On-disk size after a build, from per-scale sizes measured on that engine."""
+    sizes = scale_factors(workload).get("size", {})
+    entry = sizes.get(dialect)
+    if entry is None:
+        known = ", ".join(sizes) or "none"
+        raise TpsbenchError(f"no measured {workload} sizes for {dialect}; measured: {known}")
+    mb = entry["fixed_mb"] + scale * entry["per_scale_mb"]
+    return SizeEstimate(scale, dialect, mb, entry.get("measured", ""))
