@@ -10,12 +10,12 @@ from __future__ import annotations
 import sys
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from tpsbench import __version__
 from tpsbench.config import estimate_size, parse_scale, scale_factors
 from tpsbench.errors import CheckFailed, TpsbenchError
+from tpsbench.progress import make_console
 from tpsbench.targets import DEFAULT_URL, ENV_VAR, open_target
 
 DB_HELP = f"SQLAlchemy URL of the database, e.g. postgresql://postgres@127.0.0.1/tpcc [env {ENV_VAR}; default {DEFAULT_URL}]"
@@ -91,7 +91,7 @@ def check(workload: str, url: str | None) -> None:
         verdict = "skipped" if r.violations is None else ("pass" if r.passed else "FAIL")
         count = r.skipped_because if r.violations is None else str(r.violations)
         table.add_row(str(r.number), r.title, verdict, count)
-    Console().print(table)
+    make_console().print(table)
     failed = [r.number for r in results if r.violations]
     if failed:
         raise CheckFailed(f"{len(failed)} condition(s) failed: {', '.join(map(str, failed))}")

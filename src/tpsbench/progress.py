@@ -16,6 +16,16 @@ from rich.live import Live
 from rich.table import Table
 
 LOG_EVERY_S = 10.0
+#: width for tables written to logs and pipes, where rich cannot ask the terminal
+LOG_WIDTH = 120
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A rich console that keeps tables unwrapped in logs and pipes."""
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        console.width = LOG_WIDTH
+    return console
 
 
 @dataclass
@@ -35,7 +45,7 @@ class LoadProgress:
         self.tables = {name: _TableProgress() for name in expected}
         self.enabled = enabled
         self.started = time.monotonic()
-        self._console = Console(stderr=True)
+        self._console = make_console(stderr=True)
         self._live: Live | None = None
         self._last_log = self.started
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
-import sqlalchemy as sa
+from psycopg import sql
 
 from tpsbench.api.batch import Batch
-from tpsbench.errors import TpsbenchError, first_line
 from tpsbench.targets.base import Target
 
 #: serialization_failure, deadlock_detected, lock_not_available
@@ -60,7 +59,7 @@ class PostgresTarget(Target):
             with psycopg.connect(**self._connect_params("postgres"), autocommit=True) as conn:
                 exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.url.database,)).fetchone()
                 if not exists:
-                    conn.execute(sa_quote_create(self.url.database))
+                    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.url.database)))
 
     def bulk_load(self, conn: Any, batch: Batch) -> None:
         with conn.cursor() as cur, cur.copy(f"COPY {batch.table} ({','.join(batch.names)}) FROM STDIN") as copy:
@@ -98,11 +97,6 @@ class PostgresTarget(Target):
 
     def connection_limit_hint(self) -> str:
         return "raise it with ALTER SYSTEM SET max_connections = N and restart PostgreSQL"
-
-
-def sa_quote_create(database: str) -> str:
-    """CREATE DATABASE with the name quoted the way PostgreSQL wants it."""
-    return f"CREATE DATABASE {sa.dialects.postgresql.dialect().identifier_preparer.quote(database)}"
 
 
 TARGET = PostgresTarget

@@ -1,0 +1,124 @@
+"""TPC-C build + check on real databases: exact row counts, determinism, recovery."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from tpsbench.api.build import build, drop
+from tpsbench.api.check import check
+from tpsbench.api.meta import read_meta
+from tpsbench.errors import TpsbenchError
+from tpsbench.targets import open_target
+from tpsbench.workloads import get_workload
+
+LOAD_TIME = "2026-01-02 03:04:05"
+TPCC = get_workload("tpcc")
+
+
+def row_counts(url: str) -> dict[str, int]:
+    with open_target(url).engine.connect() as conn:
+        return {t: conn.execute(sa.text(f"SELECT COUNT(*) FROM {t}")).scalar_one() for t in TPCC.tables}
+
+
+def assert_built_and_consistent(url: str, scale: int, workers: int) -> None:
+    result = build("tpcc", scale, url, workers=workers, seed=11, load_time=LOAD_TIME, show_progress=False)
+    expected = TPCC.expected_rows(scale)
+    assert result.rows == expected
+    assert row_counts(url) == expected
+    results = check("tpcc", url)
+    assert [r.number for r in results] == list(range(1, 13))
+    assert all(r.passed for r in results), [(r.number, r.violations) for r in results]
+    assert read_meta(open_target(url), "tpcc")["state"] == "complete"
+
+
+@pytest.mark.parametrize("scale", [1, 4])
+def test_sqlite_build_and_check(sqlite_url: str, scale: int) -> None:
+    assert_built_and_consistent(sqlite_url, scale, workers=1)
+
+
+@pytest.mark.postgresql
+@pytest.mark.parametrize("scale", [1, 4])
+def test_postgresql_build_and_check(pg_url: str, scale: int) -> None:
+    assert_built_and_consistent(pg_url, scale, workers=2)
+
+
+@pytest.mark.mysql
+@pytest.mark.parametrize("scale", [1, 4])
+def test_mariadb_build_and_check(mysql_url: str, scale: int) -> None:
+    assert_built_and_consistent(mysql_url, scale, workers=2)
+
+
+def table_digests(url: str) -> dict[str, str]:
+    """md5 over every row of every table in primary-key order, computed by PostgreSQL."""
+    target = open_target(url)
+    insp = sa.inspect(target.engine)
+    digests = {}
+    with target.engine.connect() as conn:
+        for table in TPCC.tables:
+            order = insp.get_pk_constraint(table)["constrained_columns"] or [
+                c["name"] for c in insp.get_columns(table)
+            ]
+            sql = f"SELECT md5(string_agg(md5(CAST(t AS text)), '' ORDER BY {', '.join(order)})) FROM {table} t"
+            digests[table] = conn.execute(sa.text(sql)).scalar_one()
+    return digests
+
+
+@pytest.mark.postgresql
+def test_same_seed_same_data_with_1_and_4_workers(pg_url: str) -> None:
+    build("tpcc", 4, pg_url, workers=1, seed=5, load_time=LOAD_TIME, show_progress=False)
+    one = table_digests(pg_url)
+    build("tpcc", 4, pg_url, workers=4, seed=5, load_time=LOAD_TIME, show_progress=False, drop_existing=True)
+    four = table_digests(pg_url)
+    assert one == four
+    build("tpcc", 4, pg_url, workers=4, seed=6, load_time=LOAD_TIME, show_progress=False, drop_existing=True)
+    other_seed = table_digests(pg_url)
+    assert other_seed["customer"] != one["customer"] and other_seed["order_line"] != one["order_line"]
+
+
+def test_existing_tables_need_drop_existing(sqlite_url: str) -> None:
+    build("tpcc", 1, sqlite_url, seed=1, show_progress=False)
+    with pytest.raises(TpsbenchError, match="already has tpcc tables"):
+        build("tpcc", 1, sqlite_url, seed=2, show_progress=False)
+    assert read_meta(open_target(sqlite_url), "tpcc")["seed"] == "1"
+    build("tpcc", 1, sqlite_url, seed=2, show_progress=False, drop_existing=True)
+    assert read_meta(open_target(sqlite_url), "tpcc")["seed"] == "2"
+
+
+def test_drop_removes_only_tpsbench_tables(sqlite_url: str) -> None:
+    target = open_target(sqlite_url)
+    with target.engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE users_own_table (x INTEGER)")
+    build("tpcc", 1, sqlite_url, show_progress=False)
+    dropped = drop("tpcc", sqlite_url)
+    assert sorted(dropped) == sorted(TPCC.tables)
+    assert target.table_names() == {"users_own_table"}
+
+
+def test_interrupted_build_is_reported_and_recovered(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TPSBENCH_DB"}
+    cmd = [sys.executable, "-m", "tpsbench", "build", "tpcc", "--scale", "3", "--workers", "1"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    db = tmp_path / "tpsbench.db"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not db.exists() or db.stat().st_size < 5_000_000):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert "Traceback" not in err
+    checked = subprocess.run([sys.executable, "-m", "tpsbench", "check", "tpcc"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert checked.returncode != 0
+    assert "incomplete" in checked.stderr
+    rebuilt = subprocess.run(cmd[:5] + ["1", "--drop-existing"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert all(r.passed for r in check("tpcc", f"sqlite:///{db}"))

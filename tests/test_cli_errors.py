@@ -1,0 +1,62 @@
+"""Bad input ends in one line on stderr and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def tpsbench(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if k != "TPSBENCH_DB"} | (env or {})
+    return subprocess.run([sys.executable, "-m", "tpsbench", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> None:
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("tpsbench: error: ")
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["build", "nosuch", "--scale", "1"], "unknown workload 'nosuch'"),
+        (["build", "tpcc", "--scale", "0"], "got 0"),
+        (["build", "tpcc", "--scale", "-3"], "got -3"),
+        (["build", "tpcc", "--scale", "ten"], "got 'ten'"),
+        (["build", "tpcc", "--scale", "1", "--db", "postgresql://postgres@127.0.0.1:1/x"], "connect failed"),
+        (["build", "tpcc", "--scale", "1", "--db", "postgresql://postgres@nosuchhost.invalid/x"], "nosuchhost"),
+        (["build", "tpcc", "--scale", "1", "--db", "mysql:/x//:"], "malformed database URL"),
+        (["build", "tpcc", "--scale", "1", "--db", "oracle://u@h/db"], "unsupported database 'oracle'"),
+        (["check", "tpcc"], "no tpcc database"),
+        (["size", "tpcc", "--scale", "0"], "got 0"),
+        (["build", "tpcc"], "--scale"),
+    ],
+)
+def test_bad_input_is_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
+    assert_one_line_error(tpsbench(*args, cwd=tmp_path), needle)
+
+
+def test_wrong_password_is_one_line(tmp_path: Path, mysql_url: str) -> None:
+    url = mysql_url.replace("root@", "root:wrong-password@", 1)
+    assert_one_line_error(tpsbench("build", "tpcc", "--scale", "1", "--db", url, cwd=tmp_path), "Access denied")
+
+
+def test_existing_tables_are_refused_and_kept(tmp_path: Path) -> None:
+    first = tpsbench("build", "tpcc", "--scale", "1", "--workers", "1", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    db = tmp_path / "tpsbench.db"
+    size_before = db.stat().st_size
+    again = tpsbench("build", "tpcc", "--scale", "1", cwd=tmp_path)
+    assert_one_line_error(again, "already has tpcc tables", "--drop-existing")
+    assert db.stat().st_size == size_before
+    assert tpsbench("check", "tpcc", cwd=tmp_path).returncode == 0
