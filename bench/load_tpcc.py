@@ -1,0 +1,128 @@
+"""TPC-C load speed against the engine's own ingest limit, side by side in one run.
+
+For each engine: (1) time a full `tpsbench build` (tables, parallel generate + bulk
+load, secondary indexes, statistics); (2) write the very same rows to files on disk
+(the loader's own generator and text form, so the rows are identical byte for byte);
+(3) time the engine ingesting those files with no generator in the way: the same
+tables, the same number of parallel sessions, server-side COPY FROM file on PostgreSQL
+and LOAD DATA LOCAL INFILE on MariaDB/MySQL, then the same indexes and statistics.
+The ratio build / ingest is what the generator and the client path cost on top of the
+engine's own ingest. Targets: <= 1.3 on PostgreSQL, <= 1.5 on MariaDB.
+
+    python bench/load_tpcc.py [--warehouses 10] [--workers 2] [--engines postgresql,mariadb]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from tpsbench.api.build import _execute_ddl, build, drop
+from tpsbench.api.workload import LoadParams
+from tpsbench.resources import schema_file, split_ddl
+from tpsbench.targets import open_target
+from tpsbench.targets.base import Target
+from tpsbench.workloads import get_workload
+
+URLS = {
+    "postgresql": "postgresql://postgres@127.0.0.1/tpsb_bench_load",
+    "mariadb": "mysql://root@127.0.0.1/tpsb_bench_load",
+}
+RESULTS = Path(__file__).parent / "results" / "load_tpcc.txt"
+
+
+def write_files(workload: str, scale: int, seed: int, load_time: str, folder: Path) -> list[tuple[str, Path]]:
+    """Every batch the loader would send, as TSV files: (table, path), in task order."""
+    wl = get_workload(workload)
+    params = LoadParams(scale, seed, load_time, wl.constants(seed))
+    files = []
+    for t, task in enumerate(wl.tasks(scale)):
+        for b, batch in enumerate(wl.generate(task, params)):
+            path = folder / f"{t:05d}-{b:03d}-{batch.table}.tsv"
+            path.write_bytes(batch.to_tsv())
+            os.chmod(path, 0o644)
+            files.append((batch.table, path))
+    return files
+
+
+def ingest_statement(target: Target, table: str, path: Path) -> str:
+    if target.dialect == "postgresql":
+        return f"COPY {table} FROM '{path}'"
+    return f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {table}"
+
+
+def ingest(target: Target, workload: str, files: list[tuple[str, Path]], workers: int) -> float:
+    """Seconds to create the tables, ingest the files with `workers` sessions, index, analyze."""
+    wl = get_workload(workload)
+    drop(workload, target)
+    tables_ddl, index_ddl = split_ddl(schema_file(workload, target.dialect).read_text())
+    started = time.monotonic()
+    _execute_ddl(target, tables_ddl, "creating tables")
+    # Same work split as the loader: consecutive chunks of one task stay on one session.
+    shares: list[list[tuple[str, Path]]] = [[] for _ in range(workers)]
+    for i, item in enumerate(files):
+        shares[int(item[1].name[:5]) % workers].append(item)
+
+    def load_share(share: list[tuple[str, Path]]) -> None:
+        conn = target.connect()
+        try:
+            cur = conn.cursor()
+            for table, path in share:
+                cur.execute(ingest_statement(target, table, path))
+                conn.commit()
+        finally:
+            conn.close()
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(load_share, shares))
+    _execute_ddl(target, index_ddl, "building indexes")
+    conn = target.connect()
+    try:
+        target.after_load(conn, list(wl.tables))
+    finally:
+        conn.close()
+    seconds = time.monotonic() - started
+    drop(workload, target)
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--warehouses", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--engines", default="postgresql,mariadb")
+    args = parser.parse_args()
+    load_time = dt.datetime(2026, 1, 1).isoformat(sep=" ")
+    lines = [f"# bench/load_tpcc.py {dt.datetime.now():%Y-%m-%d %H:%M}, {args.warehouses} warehouses, "
+             f"{args.workers} workers/sessions, {os.cpu_count()} cores"]
+    folder = Path(tempfile.mkdtemp(prefix="tpsb-load-", dir="/var/tmp"))
+    os.chmod(folder, 0o755)
+    try:
+        files = write_files("tpcc", args.warehouses, 0, load_time, folder)
+        mb = sum(p.stat().st_size for _, p in files) / 1e6
+        lines.append(f"rows as text: {mb:,.0f} MB in {len(files)} files")
+        for engine in args.engines.split(","):
+            target = open_target(URLS[engine])
+            target.ensure_database()
+            result = build("tpcc", args.warehouses, URLS[engine], workers=args.workers, seed=0,
+                           load_time=load_time, drop_existing=True, show_progress=False)
+            limit = ingest(target, "tpcc", files, args.workers)
+            lines.append(f"{engine:10} tpsbench build {result.seconds:7.1f} s   engine ingest of the same rows "
+                         f"{limit:7.1f} s   ratio {result.seconds / limit:.2f}")
+            print(lines[-1], flush=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    RESULTS.parent.mkdir(exist_ok=True)
+    with RESULTS.open("a") as out:
+        out.write("\n".join(lines) + "\n\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
