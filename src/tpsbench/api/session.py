@@ -1,0 +1,102 @@
+"""What a workload provides to be run: one virtual user's :class:`Session`.
+
+The engine owns processes, threads, timing, retries and reconnects; a session owns the
+workload's state on one DB-API connection (its mix deck, random streams, prepared
+statements). Keeping the two apart is what lets every workload get the same honest
+measurement: the engine times exactly ``execute()``, nothing the session does before it
+(drawing inputs) or after it (think time) is part of a transaction's latency.
+
+The session runs on the hot path, once per transaction per user: it should allocate
+little, compile nothing (SQL text is fixed at :meth:`Session.rebind`, where statements are
+prepared) and use the DB-API connection directly.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from tpsbench.targets.base import Target
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Everything a session needs besides its connection; the same for every user of a run.
+
+    Picklable, because it travels to every worker process. ``url`` may include a password:
+    never print or store it (use ``Target.describe()``).
+    """
+
+    workload: str
+    url: str
+    scale: int
+    seed: int
+    constants: dict[str, int] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict)
+
+
+class Session(ABC):
+    """One virtual user's workload state on one DB-API connection."""
+
+    def __init__(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> None:
+        self.ctx = ctx
+        self.user_id = user_id
+        self.users = users
+        self.conn = conn
+        self.target = target
+
+    @abstractmethod
+    def next_transaction(self) -> str:
+        """The name of the next transaction, from the workload's mix (deck)."""
+
+    @abstractmethod
+    def inputs(self, name: str) -> object:
+        """Random inputs for one attempt of ``name``; retries reuse them."""
+
+    @abstractmethod
+    def execute(self, name: str, inputs: object) -> bool:
+        """Run and commit ``name``; False for an expected rollback (TPC-C's 1% New-Order).
+
+        On failure: roll back, then raise the driver's exception unchanged so that the
+        engine can tell retryable and disconnect errors apart through the target.
+        """
+
+    def keying_time(self, name: str) -> float:
+        """Seconds to wait before ``name`` (TPC-C keying time); 0.0 when think is off."""
+        return 0.0
+
+    def think_time(self, name: str) -> float:
+        """Seconds to wait after ``name`` (TPC-C think time); 0.0 when think is off."""
+        return 0.0
+
+    def rebind(self, conn: Any) -> None:
+        """Use ``conn`` from now on (after a reconnect): prepare statements again here."""
+        self.conn = conn
+
+
+class RunnableWorkload(ABC):
+    """The run side of a workload: a mixin next to :class:`tpsbench.api.workload.Workload`."""
+
+    #: every transaction name next_transaction() can return, in report order
+    transaction_names: tuple[str, ...] = ()
+
+    @abstractmethod
+    def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
+        """A session for user ``user_id`` (0-based) of ``users`` on ``conn``."""
+
+    @abstractmethod
+    def verify_schema(self, target: Target) -> dict[str, str]:
+        """The run metadata (scale, constants ...) of a built schema.
+
+        Raises TpsbenchError (one line) when the schema is missing, incomplete or another
+        workload's, so that a run never starts against the wrong tables.
+        """
+
+    @abstractmethod
+    def evidence(self, conn: Any) -> dict[str, int]:
+        """The database's own counters (e.g. order counts), read before and after a run."""
+
+    @abstractmethod
+    def expected_evidence(self, commits: dict[str, int]) -> dict[str, int]:
+        """The change of :meth:`evidence` that the driver's commit counts imply."""

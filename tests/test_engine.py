@@ -1,0 +1,290 @@
+"""The engine against a tiny real workload: a table of counters, bumped and read.
+
+The counter table is its own witness: every committed "bump" adds exactly one to the sum
+of ``n``, so the engine's commit count can be checked against the database.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import random
+import signal
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from tpsbench.api.engine import RunOutcome, RunStatus, Step, StepResult, run_steps
+from tpsbench.api.metrics import IntervalReport
+from tpsbench.api.session import RunContext, RunnableWorkload, Session
+from tpsbench.errors import TpsbenchError
+from tpsbench.targets import open_target
+from tpsbench.targets.base import Target
+
+ROWS = 100
+PG_DB = "tpsb_engine_test"
+PG_URL = f"postgresql://postgres@127.0.0.1:5432/{PG_DB}"
+
+
+class CounterSession(Session):
+    def __init__(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> None:
+        super().__init__(ctx, user_id, users, conn, target)
+        self.rng = random.Random(ctx.seed * 100_003 + user_id)
+        mark = target.placeholder()
+        self.bump_sql = f"UPDATE counter SET n = n + 1 WHERE id = {mark}"
+        self.read_sql = f"SELECT n FROM counter WHERE id = {mark}"
+        self.rebind(conn)
+
+    def rebind(self, conn: Any) -> None:
+        self.conn = conn
+        self.cur = conn.cursor()
+
+    def next_transaction(self) -> str:
+        return "bump" if self.rng.random() < 0.6 else "read"
+
+    def inputs(self, name: str) -> object:
+        return (self.rng.randrange(ROWS),)
+
+    def execute(self, name: str, inputs: object) -> bool:
+        try:
+            if name == "bump":
+                self.cur.execute(self.bump_sql, inputs)
+            else:
+                self.cur.execute(self.read_sql, inputs)
+                self.cur.fetchone()
+            self.conn.commit()
+            return True
+        except Exception:
+            try:
+                self.conn.rollback()
+            except Exception:
+                pass
+            raise
+
+
+class CounterWorkload(RunnableWorkload):
+    transaction_names = ("bump", "read")
+
+    def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
+        return CounterSession(ctx, user_id, users, conn, target)
+
+    def verify_schema(self, target: Target) -> dict[str, str]:
+        return {}
+
+    def evidence(self, conn: Any) -> dict[str, int]:
+        cur = conn.cursor()
+        cur.execute("SELECT COALESCE(SUM(n), 0) FROM counter")
+        value = int(cur.fetchone()[0])
+        conn.rollback()
+        return {"sum": value}
+
+    def expected_evidence(self, commits: dict[str, int]) -> dict[str, int]:
+        return {"sum": commits.get("bump", 0)}
+
+
+def make_table(url: str) -> RunContext:
+    target = open_target(url)
+    target.ensure_database()
+    conn = target.connect()
+    cur = conn.cursor()
+    cur.execute("DROP TABLE IF EXISTS counter")
+    cur.execute("CREATE TABLE counter (id integer PRIMARY KEY, n integer NOT NULL)")
+    for i in range(ROWS):
+        cur.execute(f"INSERT INTO counter VALUES ({i}, 0)")
+    conn.commit()
+    conn.close()
+    return RunContext(workload="counter", url=url, scale=1, seed=7)
+
+
+def evidence(url: str) -> int:
+    conn = open_target(url).connect()
+    try:
+        return CounterWorkload().evidence(conn)["sum"]
+    finally:
+        conn.close()
+
+
+def commits(outcome: RunOutcome, name: str = "bump") -> int:
+    return sum(r.txns[name].commits for step in outcome.steps for r in step.intervals)
+
+
+def bounded(fn: Any, seconds: float) -> Any:
+    """Run fn in a thread; fail (rather than hang the suite) if it takes longer than seconds."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"did not finish within {seconds} s"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def pg_available() -> bool:
+    try:
+        import psycopg
+
+        psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=2").close()
+        return True
+    except Exception:
+        return False
+
+
+needs_pg = pytest.mark.skipif(not pg_available(), reason="PostgreSQL not reachable on 127.0.0.1:5432")
+
+
+@pytest.fixture
+def pg_ctx() -> RunContext:
+    return make_table(PG_URL)
+
+
+def pg_admin(sql: str) -> list[tuple]:
+    import psycopg
+
+    with psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True) as conn:
+        return conn.execute(sql).fetchall()
+
+
+# -- honest counting ------------------------------------------------------------------------
+def test_sqlite_commits_equal_table_change(tmp_path: Any) -> None:
+    ctx = make_table(f"sqlite:///{tmp_path / 'counter.db'}")
+    outcome = bounded(lambda: run_steps(ctx, CounterWorkload(), [Step(users=4, duration_s=1.5, rampup_s=0.5,
+                                                                      interval_s=0.5)], workers=2, live=None), 60)
+    assert outcome.status is RunStatus.COMPLETED
+    step = outcome.steps[0]
+    assert step.problems == []
+    assert commits(outcome) > 0
+    assert commits(outcome) == evidence(ctx.url)
+    assert step.total().total("errors") == 0
+
+
+@needs_pg
+def test_postgres_commits_equal_table_change_and_rampup_is_not_measured(pg_ctx: RunContext) -> None:
+    seen: list[IntervalReport] = []
+    done: list[StepResult] = []
+    lines: list[str] = []
+    steps = [Step(users=3, duration_s=1.5, rampup_s=1.0, interval_s=0.5),
+             Step(users=6, duration_s=1.5, rampup_s=1.0, interval_s=0.5)]
+    outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), steps, seen.append, done.append,
+                                        workers=2, live=lines.append), 90)
+    assert outcome.status is RunStatus.COMPLETED
+    assert [s.step for s in done] == [1, 2] and len(seen) == sum(len(s.intervals) for s in done)
+    assert len(lines) == len(seen) - 2  # no live line for the in-flight tail of a step
+    assert sum("(ramp-up)" in line for line in lines) == 4
+    assert commits(outcome) == evidence(pg_ctx.url)
+    for step in outcome.steps:
+        assert step.problems == []
+        flags = [r.steady for r in step.intervals]
+        # two ramp-up intervals, three steady ones, then the transactions still in flight
+        assert flags == [False, False, True, True, True, False]
+        steady = [r for r in step.intervals if r.steady]
+        assert step.summary is not None
+        assert step.summary.intervals == 3
+        assert step.summary.seconds == pytest.approx(1.5, abs=1e-6)
+        assert step.summary.commits == sum(r.total("commits") for r in steady)
+        assert step.summary.commits < step.total().total("commits")
+        ramp_commits = sum(r.total("commits") for r in step.intervals if not r.steady)
+        assert ramp_commits > 0  # users were working during the ramp-up, and it was left out
+        assert step.summary.tps > 0 and step.summary.latency.p95 > 0
+
+
+@needs_pg
+def test_fifty_users_run_in_two_worker_processes(pg_ctx: RunContext) -> None:
+    during: dict[str, Any] = {}
+
+    def look(report: IntervalReport) -> None:
+        if report.steady and "workers" not in during:
+            during["workers"] = [p.pid for p in mp.active_children() if p.name.startswith("tpsbench-worker")]
+            during["connections"] = pg_admin(f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{PG_DB}'")[0][0]
+
+    outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), [Step(users=50, duration_s=1.0, rampup_s=1.0,
+                                                                         interval_s=0.5)], look, live=None), 90)
+    step = outcome.steps[0]
+    assert len(set(step.worker_pids)) == 2
+    assert len(during["workers"]) == 2
+    assert during["connections"] == 50
+    assert step.problems == [] and commits(outcome) == evidence(pg_ctx.url)
+
+
+# -- robustness ----------------------------------------------------------------------------
+@needs_pg
+def test_killed_worker_ends_the_step_with_an_error_not_a_hang(pg_ctx: RunContext) -> None:
+    killed: list[int] = []
+
+    def kill_one(report: IntervalReport) -> None:
+        if report.steady and not killed:
+            victim = next(p for p in mp.active_children() if p.name.startswith("tpsbench-worker"))
+            os.kill(victim.pid, signal.SIGKILL)
+            killed.append(victim.pid)
+
+    steps = [Step(users=6, duration_s=2.0, rampup_s=0.5, interval_s=0.5), Step(users=6, duration_s=1.0, interval_s=0.5)]
+    t0 = time.monotonic()
+    outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), steps, kill_one, workers=2, live=None), 60)
+    assert time.monotonic() - t0 < 30
+    first, second = outcome.steps
+    assert killed and any(f"pid {killed[0]}" in p and "signal 9" in p for p in first.problems)
+    assert not first.intervals[-2].steady  # intervals after the death saw part of the load
+    assert first.summary is not None and first.summary.intervals >= 1
+    # the next step gets a fresh worker and runs whole
+    assert second.problems == [] and killed[0] not in second.worker_pids and len(second.worker_pids) == 2
+    assert second.summary is not None and second.summary.intervals == 2
+
+
+@needs_pg
+def test_terminated_backends_reconnect_and_the_step_completes(pg_ctx: RunContext) -> None:
+    terminated: list[int] = []
+
+    def terminate_all(report: IntervalReport) -> None:
+        if report.steady and not terminated:
+            rows = pg_admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                            f"WHERE datname = '{PG_DB}' AND pid <> pg_backend_pid()")
+            terminated.append(len(rows))
+
+    outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), [Step(users=8, duration_s=2.5, rampup_s=0.5,
+                                                                         interval_s=0.5)], terminate_all,
+                                        workers=2, live=None), 60)
+    step = outcome.steps[0]
+    assert outcome.status is RunStatus.COMPLETED and terminated == [8]
+    assert step.problems == []
+    total = step.total()
+    assert total.reconnects >= 8
+    assert step.intervals[-2].total("commits") > 0  # working again after the reconnects
+    # a commit whose connection died can have happened unseen: at most one per terminated backend
+    assert 0 <= evidence(pg_ctx.url) - commits(outcome) <= 8
+
+
+@needs_pg
+def test_more_users_than_connections_is_refused_before_anything_starts(pg_ctx: RunContext) -> None:
+    t0 = time.monotonic()
+    with pytest.raises(TpsbenchError, match=r"10000 users .* accepts \d+ more; .*max_connections"):
+        run_steps(pg_ctx, CounterWorkload(), [Step(users=5, duration_s=1), Step(users=10_000, duration_s=1)], live=None)
+    assert time.monotonic() - t0 < 5
+    assert not [p for p in mp.active_children() if p.name.startswith("tpsbench-worker")]
+
+
+@needs_pg
+def test_ctrl_c_ends_the_run_within_five_seconds_keeping_finished_intervals(pg_ctx: RunContext) -> None:
+    sent: list[float] = []
+
+    def interrupt_soon(report: IntervalReport) -> None:
+        if report.steady and not sent:
+            sent.append(time.monotonic())
+            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    outcome = run_steps(pg_ctx, CounterWorkload(), [Step(users=4, duration_s=60, rampup_s=0.5, interval_s=0.5),
+                                                    Step(users=8, duration_s=60)], interrupt_soon, workers=2, live=None)
+    assert time.monotonic() - sent[0] < 5
+    assert outcome.status is RunStatus.INTERRUPTED and len(outcome.steps) == 1
+    step = outcome.steps[0]
+    assert step.interrupted and step.summary is not None and step.summary.intervals >= 1
+    assert commits(outcome) == evidence(pg_ctx.url)
+    assert not [p for p in mp.active_children() if p.name.startswith("tpsbench-worker")]
