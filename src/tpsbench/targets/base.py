@@ -11,6 +11,7 @@ taken from the database (see ../shared/reference/driver-costs.md).
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from functools import cached_property
 from typing import Any, ClassVar
@@ -74,13 +75,38 @@ class Target:
         except TpsbenchError:
             raise
         except sa.exc.DBAPIError as exc:
-            raise TpsbenchError(f"{self.describe()}: {doing} failed: {first_line(exc.orig)}") from exc
+            raise TpsbenchError(f"{self.describe()}: {doing} failed: {error_message(exc.orig)}") from exc
         except sa.exc.SQLAlchemyError as exc:
             raise TpsbenchError(f"{self.describe()}: {doing} failed: {first_line(exc)}") from exc
         except Exception as exc:
             if self.is_driver_error(exc):
-                raise TpsbenchError(f"{self.describe()}: {doing} failed: {first_line(exc)}") from exc
+                raise TpsbenchError(f"{self.describe()}: {doing} failed: {error_message(exc)}") from exc
             raise
+
+    @contextlib.contextmanager
+    def session(self, doing: str) -> Iterator[Any]:
+        """A short-lived raw connection for checks and catalogue queries, closed after.
+
+        Errors come out translated, so a wrong password or a stopped server reads as
+        one line naming ``doing``.
+        """
+        with self.translate_errors(doing):
+            conn = self._connect()
+            try:
+                yield conn
+            finally:
+                conn.close()
+
+    def fetch_all(self, sql: str, doing: str) -> list[tuple]:
+        """Rows of one parameterless query on a short-lived connection (for server_info & co)."""
+        with self.session(doing) as conn:
+            cur = conn.cursor()
+            try:
+                cur.execute(sql)
+                return [tuple(row) for row in cur.fetchall()]
+            finally:
+                cur.close()
+                conn.rollback()
 
     def is_driver_error(self, exc: BaseException) -> bool:
         """True for exceptions raised by this target's DB-API driver."""
@@ -102,13 +128,23 @@ class Target:
         """Refresh planner statistics after a build (ANALYZE and friends)."""
 
     # -- running ------------------------------------------------------------------
+    #: Native error numbers and SQLSTATEs that :meth:`is_retryable` and
+    #: :meth:`is_disconnect` recognise by default; a target that knows its codes sets
+    #: these instead of overriding the methods.
+    retryable_codes: ClassVar[frozenset[int]] = frozenset()
+    retryable_sqlstates: ClassVar[frozenset[str]] = frozenset()
+    disconnect_codes: ClassVar[frozenset[int]] = frozenset()
+    disconnect_sqlstates: ClassVar[frozenset[str]] = frozenset()
+
     def is_retryable(self, exc: BaseException) -> bool:
         """Serialization failures, deadlocks and lock timeouts: worth another try."""
-        return False
+        state, code = error_codes(exc)
+        return code in self.retryable_codes or state in self.retryable_sqlstates
 
     def is_disconnect(self, exc: BaseException) -> bool:
         """The connection is gone: reconnect with back-off."""
-        return False
+        state, code = error_codes(exc)
+        return code in self.disconnect_codes or state in self.disconnect_sqlstates
 
     def server_info(self) -> dict[str, str]:
         """Server version and the settings that shape OLTP performance, for the results store."""
@@ -130,3 +166,46 @@ class Target:
         """Names of the tables in the target database, lower case."""
         with self.translate_errors("reading the catalogue"):
             return {name.lower() for name in sa.inspect(self.engine).get_table_names()}
+
+
+#: pyodbc ends a message with the native error number and the ODBC call: "... (1213) (SQLExecDirectW)"
+_ODBC_NATIVE = re.compile(r"\((-?\d+)\)\s*\(SQL\w+\)\s*$")
+_SQLSTATE = re.compile(r"^[0-9A-Z]{5}$")
+
+
+def error_codes(exc: BaseException) -> tuple[str | None, int | None]:
+    """(SQLSTATE, native error number) of a driver exception, either one None if unknown.
+
+    Drivers report them in different places: psycopg as ``exc.sqlstate``; PyMySQL and
+    mysqlclient as ``args == (number, message)``; pyodbc as ``args == (sqlstate,
+    message)`` with the native number in the message's tail. Reading all three here
+    lets every target classify errors by code, never by message text. SQLAlchemy's
+    wrappers are unwrapped first.
+    """
+    exc = getattr(exc, "orig", None) or exc
+    state = getattr(exc, "sqlstate", None)
+    args = getattr(exc, "args", ())
+    code: int | None = None
+    if len(args) >= 2 and isinstance(args[0], int) and isinstance(args[1], str):
+        code = args[0]
+    elif len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str) and _SQLSTATE.match(args[0]):
+        state = state or args[0]
+        found = _ODBC_NATIVE.search(args[1])
+        code = int(found.group(1)) if found else None
+    return (state if isinstance(state, str) else None), code
+
+
+def error_message(exc: BaseException) -> str:
+    """One line of a driver error, without the tuple dressing some drivers put around it.
+
+    ``str()`` of a PyMySQL or pyodbc error is the repr of its ``(code, message)`` args,
+    which is noise in front of a user; the message itself is what they need.
+    """
+    args = getattr(exc, "args", ())
+    if len(args) >= 2 and isinstance(args[1], str) and args[1].strip():
+        text = _ODBC_CALL.sub("", first_line(args[1]))
+        return f"{text} ({args[0]})" if isinstance(args[0], int) else text
+    return first_line(exc)
+
+
+_ODBC_CALL = re.compile(r"\s*\(SQL\w+\)\s*$")

@@ -1,0 +1,275 @@
+"""MySQL and MariaDB, through mysqlclient (C) where installed, else PyMySQL.
+
+Driver: mysqlclient costs a fifth of PyMySQL's client CPU per statement
+(shared/reference/driver-costs.md), but it needs libmariadb-dev to build, so it is the
+optional extra ``fast`` and PyMySQL is the fallback that always installs. The URL can
+force either: ``mysql+pymysql://`` or ``mysql+mysqldb://``; a bare ``mysql://`` (or
+``mariadb://``) takes the fastest one installed.
+
+Bulk path: LOAD DATA LOCAL INFILE of the batch's TSV, written to a temporary file in
+/dev/shm (memory, so the file costs no disk I/O). bench/mysql_bulk_paths.py measured it
+against large multi-row INSERTs (bench/results/mysql_bulk_paths.txt): LOAD DATA is the
+faster of the two with both drivers. Multi-row INSERT stays as the fallback for servers
+that refuse LOCAL (MySQL 8 ships with ``local_infile=OFF``).
+
+:class:`MysqlFamily` holds what does not depend on the driver (error numbers, settings,
+DDL), so the ODBC target reuses it for ``mysql+pyodbc://`` URLs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from sqlalchemy.engine import URL
+
+from tpsbench.api.batch import NULL_TEXT, Batch
+from tpsbench.errors import TpsbenchError
+from tpsbench.targets.base import Target, error_codes
+
+#: lock wait timeout, deadlock, table definition changed, record changed since last
+#: read (MariaDB snapshot isolation), too many concurrent transactions, NOWAIT lock
+RETRYABLE_CODES = frozenset({1205, 1213, 1412, 1020, 1637, 3572})
+#: server shutdown, aborted connection, network read/write errors, connection killed
+#: (MariaDB), can't connect (socket, TCP), server gone away, lost connection (twice),
+#: disconnected for inactivity (MySQL 8), and MariaDB Connector/C's (libmariadb, under
+#: mysqlclient and the ODBC driver) own network read and write errors
+DISCONNECT_CODES = frozenset({
+    1053, 1152, 1158, 1159, 1160, 1161, 1927, 2002, 2003, 2006, 2013, 2055, 4031, 5013, 5014,
+})
+#: the server or client refuses LOAD DATA LOCAL: use multi-row INSERTs instead
+LOCAL_INFILE_REFUSED = frozenset({1148, 2068, 3948})
+#: settings recorded with every run, because they shape OLTP performance; both names of
+#: the isolation level are asked for (MariaDB before 11.1 knows only tx_isolation)
+KEY_SETTINGS = (
+    "version", "version_comment", "innodb_buffer_pool_size", "innodb_flush_log_at_trx_commit",
+    "sync_binlog", "log_bin", "innodb_flush_method", "innodb_log_file_size", "innodb_redo_log_capacity",
+    "innodb_io_capacity", "innodb_doublewrite", "max_connections", "transaction_isolation",
+    "tx_isolation", "datadir",
+)
+#: drivers by the name used in URLs, with the module that provides each
+DRIVER_MODULES = {"mysqldb": "MySQLdb", "pymysql": "pymysql"}
+#: largest multi-row INSERT statement; servers accept 16 MiB (MariaDB) or 64 MiB by default
+INSERT_STATEMENT_BYTES = 4 << 20
+SHM = "/dev/shm"
+
+
+class MysqlFamily:
+    """MySQL/MariaDB knowledge that holds whatever the driver: codes, settings, DDL.
+
+    Mixed into a :class:`Target` whose ``_connect(database)`` opens a DB-API connection
+    to ``database``, the URL's when None, no database when "".
+    """
+
+    dialect: ClassVar[str] = "mysql"
+    retryable_codes: ClassVar[frozenset[int]] = RETRYABLE_CODES
+    disconnect_codes: ClassVar[frozenset[int]] = DISCONNECT_CODES
+
+    def ensure_database(self: Any) -> None:
+        """CREATE DATABASE IF NOT EXISTS, from a connection that names no database."""
+        if not self.database:
+            return
+        with self.translate_errors(f"creating database {self.database}"):
+            conn = self._connect(database="")
+            try:
+                cur = conn.cursor()
+                cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote_name(self.database)} CHARACTER SET utf8mb4")
+                cur.close()
+            finally:
+                conn.close()
+
+    def after_load(self: Any, conn: Any, tables: list[str]) -> None:
+        """ANALYZE TABLE, so that the first runs do not plan with empty statistics."""
+        if tables:
+            cur = conn.cursor()
+            cur.execute("ANALYZE TABLE " + ", ".join(tables))
+            cur.fetchall()
+            cur.close()
+        conn.commit()
+
+    def server_info(self: Any) -> dict[str, str]:
+        names = ", ".join(f"'{name}'" for name in KEY_SETTINGS)
+        rows = self.fetch_all(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})", "reading server settings")
+        info = {str(name): _text(value) for name, value in rows}
+        isolation = info.pop("tx_isolation", None)
+        info.setdefault("transaction_isolation", isolation or "")
+        return info
+
+    def connection_limit(self: Any) -> int | None:
+        """Connections still free: max_connections less the clients connected now.
+
+        Our own connection is counted back in, since it closes before the run opens its own.
+        """
+        with self.session("reading max_connections") as conn:
+            cur = conn.cursor()
+            cur.execute("SELECT @@GLOBAL.max_connections")
+            limit = int(cur.fetchone()[0])
+            cur.execute("SHOW GLOBAL STATUS LIKE 'Threads_connected'")
+            connected = int(cur.fetchone()[1])
+            cur.close()
+        return limit - connected + 1
+
+    def connection_limit_hint(self: Any) -> str:
+        return "raise it with SET GLOBAL max_connections = N (and max_connections in my.cnf to keep it)"
+
+
+class MysqlTarget(MysqlFamily, Target):
+    backends = ("mysql", "mariadb")
+    driver = "mysqldb"
+    driver_modules = ("MySQLdb", "pymysql")
+
+    def __init__(self, url: URL) -> None:
+        self.driver = choose_driver(url)
+        self.dbapi: Any = importlib.import_module(DRIVER_MODULES[self.driver])
+        super().__init__(url)
+        #: False once the server refused LOAD DATA LOCAL: later batches go straight to INSERT
+        self.local_infile = True
+
+    def _connect(self, database: str | None = None) -> Any:
+        url = self.url
+        params: dict[str, Any] = {
+            "host": url.host or "127.0.0.1",
+            "port": url.port or 3306,
+            "user": url.username or "root",
+            "password": url.password or "",
+            "charset": "utf8mb4",
+            "connect_timeout": 10,
+            "local_infile": True,
+            "autocommit": False,
+        }
+        name = url.database if database is None else database
+        if name:
+            params["database"] = name
+        params.update({k: v for k, v in url.query.items() if isinstance(v, str)})
+        try:
+            return self.dbapi.connect(**params)
+        except TypeError as exc:
+            raise TpsbenchError(f"{self.describe()}: unsupported connection option in the URL: {exc}") from exc
+
+    # -- loading --------------------------------------------------------------------
+    def bulk_load(self, conn: Any, batch: Batch) -> None:
+        if not len(batch):
+            return
+        if self.local_infile:
+            try:
+                load_data_local(conn, batch)
+                return
+            except self.dbapi.Error as exc:
+                if error_codes(exc)[1] not in LOCAL_INFILE_REFUSED:
+                    raise
+                self.local_infile = False
+        insert_rows(conn, batch)
+
+    # -- running --------------------------------------------------------------------
+    def is_disconnect(self, exc: BaseException) -> bool:
+        # PyMySQL raises InterfaceError(0, "") on a connection it has already closed.
+        return super().is_disconnect(exc) or isinstance(exc, self.dbapi.InterfaceError)
+
+
+def choose_driver(url: URL) -> str:
+    """The DB-API driver for ``url``: the one it names, else mysqlclient if importable."""
+    named = url.drivername.partition("+")[2]
+    if named:
+        if named not in DRIVER_MODULES:
+            known = ", ".join(f"+{name}" for name in DRIVER_MODULES)
+            raise TpsbenchError(f"unsupported MySQL driver {named!r} in {url.drivername}://; use {known} or +pyodbc")
+        if named == "mysqldb" and not _importable("MySQLdb"):
+            raise TpsbenchError("mysqlclient is not installed: pip install 'tpsbench[fast]', or use mysql+pymysql://")
+        return named
+    return "mysqldb" if _importable("MySQLdb") else "pymysql"
+
+
+def _importable(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
+def load_data_local(conn: Any, batch: Batch) -> None:
+    """LOAD DATA LOCAL INFILE of the batch's TSV through a temporary file.
+
+    With LOCAL the server cannot stop the client mid-stream, so it turns duplicate keys
+    and bad values into warnings and skips or mangles rows (as IGNORE would): the row
+    count and the warnings are checked so that nothing is lost silently.
+    """
+    folder = SHM if os.access(SHM, os.W_OK) else None
+    with tempfile.NamedTemporaryFile(dir=folder, prefix="tpsbench-", suffix=".tsv") as tmp:
+        tmp.write(batch.to_tsv())
+        tmp.flush()
+        path = tmp.name.replace("\\", "\\\\").replace("'", "\\'")
+        cur = conn.cursor()
+        try:
+            cur.execute(
+                f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {batch.table} CHARACTER SET utf8mb4"
+                " FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n'"
+                f" ({','.join(batch.names)})"
+            )
+            loaded = cur.rowcount
+            cur.execute("SELECT @@warning_count")
+            warnings = int(cur.fetchone()[0])
+            if warnings:
+                cur.execute("SHOW WARNINGS LIMIT 1")
+                first = cur.fetchone()
+                raise TpsbenchError(f"LOAD DATA into {batch.table}: {warnings} warnings, the first: {first[2]}")
+        finally:
+            cur.close()
+    if loaded != len(batch):
+        raise TpsbenchError(f"LOAD DATA into {batch.table} stored {loaded} of {len(batch)} rows")
+
+
+def insert_rows(conn: Any, batch: Batch, statement_bytes: int = INSERT_STATEMENT_BYTES) -> None:
+    """The batch as multi-row INSERTs of about ``statement_bytes`` each."""
+    cur = conn.cursor()
+    try:
+        for statement in insert_statements(batch, statement_bytes):
+            cur.execute(statement)
+    finally:
+        cur.close()
+
+
+def insert_statements(batch: Batch, statement_bytes: int = INSERT_STATEMENT_BYTES) -> Iterator[bytes]:
+    """``INSERT ... VALUES (...),(...)`` statements holding every row of ``batch`` once.
+
+    Values are rendered as SQL literals from the batch's text form: numbers as they are,
+    strings and timestamps quoted (quotes doubled, backslashes escaped, which is right
+    unless the server runs with NO_BACKSLASH_ESCAPES), NULL as NULL.
+    """
+    head = f"INSERT INTO {batch.table} ({','.join(batch.names)}) VALUES ".encode()
+    columns = []
+    for values, text in zip(batch.columns.values(), batch.text_columns()):
+        if values.dtype.kind in "SM":
+            columns.append([_quoted(v) for v in text])
+        else:
+            columns.append([b"NULL" if v == NULL_TEXT else v for v in text])
+    rows = [b"(" + b",".join(row) + b")" for row in zip(*columns)]
+    start, size = 0, 0
+    for i, row in enumerate(rows):
+        if size and size + len(row) > statement_bytes:
+            yield head + b",".join(rows[start:i])
+            start, size = i, 0
+        size += len(row) + 1
+    if start < len(rows):
+        yield head + b",".join(rows[start:])
+
+
+def _quoted(value: bytes) -> bytes:
+    if value == NULL_TEXT:
+        return b"NULL"
+    return b"'" + value.replace(b"\\", b"\\\\").replace(b"'", b"''") + b"'"
+
+
+def quote_name(name: str) -> str:
+    """An identifier in MySQL's backquotes."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes | bytearray) else str(value)
+
+
+TARGET = MysqlTarget

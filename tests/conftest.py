@@ -1,0 +1,123 @@
+"""Shared fixtures: a fresh, empty scratch database on each server that can run here.
+
+``pg_url``, ``mysql_url`` and ``sqlite_url`` each yield a SQLAlchemy URL string of a new,
+empty database that no other test sees, and drop it afterwards. The servers are found
+at the addresses below, overridable by environment variables.
+
+A test that needs a server which does not answer is SKIPPED on a developer's machine,
+so that the rest of the suite still runs; with ``CI=true`` it FAILS instead, because
+CI starts the servers and a silent skip there would hide a broken setup.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import NoReturn
+
+import psycopg
+import pymysql
+import pytest
+from sqlalchemy.engine import URL, make_url
+
+#: server-level URLs (any database the user may connect to) used to create scratch databases
+PG_ADMIN_URL = os.environ.get("TPSBENCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+MYSQL_ADMIN_URL = os.environ.get("TPSBENCH_TEST_MYSQL", "mysql://root@127.0.0.1:3306/")
+SCRATCH_PREFIX = "tpsb_tgt_"
+
+
+def unavailable(what: str, why: object = "") -> NoReturn:
+    """Skip the test because ``what`` is missing here, or fail it when running in CI."""
+    message = f"{what} is not available: {str(why).strip().splitlines()[0] if str(why).strip() else 'missing'}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{message} (CI=true: the CI script must provide it)")
+    pytest.skip(message)
+
+
+@pytest.fixture
+def require() -> Callable[[str, object], NoReturn]:
+    """:func:`unavailable` for test modules: ``require("ODBC driver X", reason)`` skips or fails."""
+    return unavailable
+
+
+def scratch_name() -> str:
+    """A database name no other test or engineer uses: the prefix and 12 random hex digits."""
+    return SCRATCH_PREFIX + uuid.uuid4().hex[:12]
+
+
+def _url_text(url: URL) -> str:
+    return url.render_as_string(hide_password=False)
+
+
+def _pg_admin() -> psycopg.Connection:
+    url = make_url(PG_ADMIN_URL)
+    try:
+        return psycopg.connect(host=url.host or "127.0.0.1", port=url.port or 5432, user=url.username or "postgres",
+                               password=url.password, dbname=url.database or "postgres", autocommit=True,
+                               connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        unavailable(f"PostgreSQL at {url.host}:{url.port or 5432}", exc)
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """``postgresql+psycopg://.../tpsb_tgt_<hex>``: a fresh PostgreSQL database, dropped after."""
+    name = scratch_name()
+    with _pg_admin() as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield _url_text(make_url(PG_ADMIN_URL).set(drivername="postgresql+psycopg", database=name))
+    finally:
+        with _pg_admin() as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _mysql_admin() -> pymysql.Connection:
+    url = make_url(MYSQL_ADMIN_URL)
+    try:
+        return pymysql.connect(host=url.host or "127.0.0.1", port=url.port or 3306, user=url.username or "root",
+                               password=url.password or "", connect_timeout=5, autocommit=True)
+    except pymysql.err.OperationalError as exc:
+        unavailable(f"MySQL/MariaDB at {url.host}:{url.port or 3306}", exc)
+
+
+@pytest.fixture
+def mysql_url() -> Iterator[str]:
+    """``mysql+<driver>://.../tpsb_tgt_<hex>``: a fresh MySQL/MariaDB database, dropped after.
+
+    The driver is mysqlclient where installed, else PyMySQL: the URL opens as it is in
+    SQLAlchemy and in tpsbench. Connections a test left open on the database are
+    killed before the drop, which would otherwise wait on their metadata locks.
+    """
+    name = scratch_name()
+    admin = _mysql_admin()
+    try:
+        admin.cursor().execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+    finally:
+        admin.close()
+    driver = "mysqldb" if importlib.util.find_spec("MySQLdb") else "pymysql"
+    url = make_url(MYSQL_ADMIN_URL)
+    try:
+        yield _url_text(url.set(drivername=f"{url.get_backend_name()}+{driver}", database=name))
+    finally:
+        admin = _mysql_admin()
+        try:
+            cur = admin.cursor()
+            cur.execute("SELECT id FROM information_schema.PROCESSLIST WHERE db = %s AND id <> CONNECTION_ID()", (name,))
+            for (thread,) in cur.fetchall():
+                try:
+                    cur.execute(f"KILL {int(thread)}")
+                except pymysql.err.OperationalError:
+                    pass  # it ended in the meantime
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        finally:
+            admin.close()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """``sqlite:///<tmp_path>/tpsbench.db``: a SQLite file that does not exist yet."""
+    return f"sqlite:///{tmp_path / 'tpsbench.db'}"
