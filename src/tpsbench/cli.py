@@ -12,7 +12,7 @@ import sys
 import click
 from rich.table import Table
 
-from tpsbench import __version__
+from tpsbench import __version__, cli_run
 from tpsbench.config import estimate_size, parse_scale, scale_factors
 from tpsbench.errors import CheckFailed, TpsbenchError
 from tpsbench.progress import make_console
@@ -118,6 +118,10 @@ def presets(workload: str) -> None:
     """List WORKLOAD's named scale presets."""
     for name, entry in scale_factors(workload).get("presets", {}).items():
         click.echo(f"{name:10} {entry['scale']:>6}  {entry.get('note', '')}")
+
+
+for _command in (cli_run.run, cli_run.report, cli_run.compare, cli_run.runs):
+    cli.add_command(_command)
 
 
 def _human(megabytes: float) -> str:

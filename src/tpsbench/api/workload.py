@@ -40,6 +40,20 @@ class LoadParams:
 
 
 @dataclass(frozen=True)
+class Option:
+    """A workload-specific option of ``run`` (or ``build``), shown as ``--NAME`` by the CLI.
+
+    Values travel as strings in ``RunContext.options``, so that a step plan stays a
+    plain picklable message; the workload parses them where it uses them.
+    """
+
+    name: str
+    default: str
+    help: str
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Check:
     """A consistency condition: ``sql`` selects the violating rows (none means pass)."""
 
@@ -58,6 +72,8 @@ class Workload(ABC):
     tables: ClassVar[tuple[str, ...]]
     #: what the scale counts, for messages ("warehouses")
     scale_unit: ClassVar[str] = "units"
+    #: options of ``tpsbench run <name>`` beyond the common ones
+    run_options: ClassVar[tuple[Option, ...]] = ()
 
     @abstractmethod
     def constants(self, seed: int) -> dict[str, int]:

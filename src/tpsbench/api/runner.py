@@ -1,0 +1,143 @@
+"""Run a workload at stepped user loads and record it: the API behind ``tpsbench run``.
+
+The runner ties the parts together and adds what no single part can know: the run's
+identity in the results store (configuration, seed, server settings, storage label),
+and the honesty check. Before the first step it reads the database's own evidence (for
+TPC-C the sum of D_NEXT_O_ID and the count of HISTORY rows), after the last step again,
+and compares the change with what the driver counted as committed over the whole run,
+ramp-ups and in-flight tails included. A mismatch is printed loudly and stored with
+the run: a benchmark that miscounts is worse than none.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tpsbench import __version__
+from tpsbench.api.engine import RunOutcome, RunStatus, Step, StepResult, check_connection_limit, run_steps
+from tpsbench.api.meta import note_run_started, read_meta
+from tpsbench.api.metrics import IntervalReport
+from tpsbench.api.results import ResultsStore
+from tpsbench.api.session import RunContext, RunnableWorkload
+from tpsbench.errors import TpsbenchError
+from tpsbench.targets import open_target
+from tpsbench.targets.base import Target
+from tpsbench.workloads import get_workload
+
+DEFAULT_USERS = (1, 20, 50, 100, 300)
+
+
+@dataclass
+class RunConfig:
+    """What a run does; stored whole with the run (without the database password)."""
+
+    workload: str
+    url: str | None = None
+    users: list[int] = field(default_factory=lambda: list(DEFAULT_USERS))
+    rampup_s: float = 30.0
+    duration_s: float = 120.0
+    interval_s: float = 10.0
+    storage: str = ""
+    workers: int | None = None
+    #: None draws a seed, which is stored with the run so that it can be repeated
+    seed: int | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    results_url: str | None = None
+    notes: str = ""
+
+
+@dataclass
+class RunRecord:
+    run_id: int
+    status: str
+    outcome: RunOutcome
+    honesty: dict[str, Any]
+    store: ResultsStore
+
+
+def run(config: RunConfig, live: Callable[[str], None] | None = print) -> RunRecord:
+    """Run ``config`` and record it; returns the run id and what happened.
+
+    Everything that can be refused (schema, connection limit, results store) is
+    checked before the first user connects, so a refused run leaves no trace.
+    """
+    wl = get_workload(config.workload)
+    if not isinstance(wl, RunnableWorkload):
+        raise TpsbenchError(f"workload {wl.name!r} cannot be run yet")
+    target = open_target(config.url)
+    meta = wl.verify_schema(target)
+    seed = config.seed if config.seed is not None else secrets.randbelow(2**31)
+    ctx = RunContext(
+        workload=wl.name,
+        url=target.url.render_as_string(hide_password=False),
+        scale=int(meta.get("scale", "1")),
+        seed=seed,
+        constants={k[len("const_"):]: int(v) for k, v in meta.items() if k.startswith("const_")},
+        options={**{o.name: o.default for o in wl.run_options}, **config.options},
+    )
+    steps = [Step(users=u, duration_s=config.duration_s, rampup_s=config.rampup_s, interval_s=config.interval_s)
+             for u in config.users]
+    check_connection_limit(ctx, steps)
+    store = ResultsStore(config.results_url)
+    stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
+    run_id = store.start_run(
+        wl.name, db_url=target.describe(), storage=config.storage, config=stored_config | {"options": ctx.options},
+        seed=seed, server=target.server_info(), notes=config.notes, tool_version=__version__,
+    )
+    if read_meta(target, wl.name):
+        note_run_started(target, wl.name)
+    before = _evidence(wl, target)
+    users_by_step = {n: u for n, u in enumerate(config.users, start=1)}
+    outcome = RunOutcome(RunStatus.INTERRUPTED, [])
+    status = "failed"
+    try:
+        outcome = run_steps(
+            ctx, wl, steps,
+            on_interval=lambda report: store.add_interval(run_id, report, users_by_step[report.step]),
+            on_step=lambda result: _finish_step(store, run_id, result),
+            workers=config.workers, live=live,
+        )
+        status = outcome.status.value
+    finally:
+        honesty = honesty_check(wl, before, _evidence(wl, target), outcome.steps)
+        store.finish_run(run_id, status, honesty)
+    if not honesty["match"] and live is not None:
+        live(f"HONESTY CHECK FAILED: the database changed by {honesty['actual']} "
+             f"but the driver counted {honesty['expected']}")
+    return RunRecord(run_id, status, outcome, honesty, store)
+
+
+def _finish_step(store: ResultsStore, run_id: int, result: StepResult) -> None:
+    if result.summary is not None:
+        store.finish_step(run_id, result.step, result.summary)
+
+
+def _evidence(wl: RunnableWorkload, target: Target) -> dict[str, int]:
+    with target.translate_errors("reading the database's own counters"):
+        conn = target.connect()
+        try:
+            return wl.evidence(conn)
+        finally:
+            conn.close()
+
+
+def committed_by_txn(steps: list[StepResult]) -> dict[str, int]:
+    """Commits per transaction over every interval of every step (ramp-up and tail too)."""
+    commits: Counter[str] = Counter()
+    for result in steps:
+        total: IntervalReport | None = result.total()
+        if total is not None:
+            commits.update({name: txn.commits for name, txn in total.txns.items()})
+    return dict(commits)
+
+
+def honesty_check(wl: RunnableWorkload, before: dict[str, int], after: dict[str, int],
+                  steps: list[StepResult]) -> dict[str, Any]:
+    """Compare the database's own change with what the driver counted as committed."""
+    expected = wl.expected_evidence(committed_by_txn(steps))
+    actual = {key: after[key] - before[key] for key in before}
+    return {"expected": expected, "actual": actual, "match": expected == actual}

@@ -1,0 +1,166 @@
+"""``tpsbench run WORKLOAD`` and the commands that read the results store.
+
+``run`` has one subcommand per workload, so that each workload's own options (TPC-C's
+--think and --warehouses, sysbench's --mode ...) appear in its --help, generated from
+the options the workload declares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from tpsbench.api.workload import Option
+from tpsbench.config import parse_duration, parse_users
+from tpsbench.progress import make_console
+from tpsbench.workloads import workload_classes
+
+RESULTS_HELP = "SQLAlchemy URL of the results store [env TPSBENCH_RESULTS; default sqlite:///tpsbench-results.db]"
+results_option = click.option("--results", "results_url", envvar="TPSBENCH_RESULTS", default=None, metavar="URL",
+                              help=RESULTS_HELP)
+FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "csv"]), default="rich",
+                             show_default=True, help="Table for the terminal, Markdown for a review, CSV for a sheet.")
+
+
+def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every workload's run takes: the user-load steps and their timing."""
+    decorators = [
+        click.option("--db", "url", envvar="TPSBENCH_DB", default=None, metavar="URL",
+                     help="SQLAlchemy URL of the database [env TPSBENCH_DB; default sqlite:///tpsbench.db]."),
+        click.option("--users", default="1,20,50,100,300", show_default=True, metavar="N,N,...",
+                     help="Virtual users of each step, run one step after the other."),
+        click.option("--rampup", default="30s", show_default=True,
+                     help="Per step: users connect spread over this time; not measured."),
+        click.option("--duration", default="2m", show_default=True,
+                     help="Per step: the steady-state window that alone is measured (s, m, h)."),
+        click.option("--interval", default="10s", show_default=True, help="Live line and stored interval length."),
+        click.option("--storage", default="", metavar="LABEL",
+                     help="Name of the storage configuration under test, e.g. 'RAID10 8x SSHD'."),
+        click.option("--workers", type=int, default=None, metavar="K",
+                     help="Driver processes hosting the users (default: one per core)."),
+        click.option("--seed", type=int, default=None, help="Random seed (default: drawn, and stored with the run)."),
+        click.option("--notes", default="", help="Free text stored with the run."),
+        results_option,
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def _workload_option(option: Option) -> Callable[..., Any]:
+    kind = click.Choice(option.choices) if option.choices else str
+    return click.option(f"--{option.name.replace('_', '-')}", option.name, type=kind, default=option.default,
+                        show_default=True, help=option.help)
+
+
+def _make_run_command(name: str, options: tuple[Option, ...], doc: str) -> click.Command:
+    def command(**values: Any) -> None:
+        from tpsbench.api.report import render
+        from tpsbench.api.runner import RunConfig, run
+
+        config = RunConfig(
+            workload=name, url=values["url"], users=parse_users(values["users"]),
+            rampup_s=parse_duration(values["rampup"]), duration_s=parse_duration(values["duration"]),
+            interval_s=parse_duration(values["interval"]), storage=values["storage"], workers=values["workers"],
+            seed=values["seed"], options={o.name: str(values[o.name]) for o in options},
+            results_url=values["results_url"], notes=values["notes"],
+        )
+        record = run(config, live=lambda line: click.echo(line, err=True))
+        click.echo(render([record.store.load_run(record.run_id)]), nl=False)
+        click.echo(f"run {record.run_id}: {record.status}; honesty check "
+                   f"{'matches' if record.honesty['match'] else 'FAILED'}")
+        if not record.honesty["match"] or record.status != "completed":
+            raise SystemExit(1)
+
+    for option in reversed(options):
+        command = _workload_option(option)(command)
+    return click.command(name=name, help=doc)(common_run_options(command))
+
+
+class RunGroup(click.Group):
+    """``run`` lists one subcommand per discovered workload."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(workload_classes())
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        cls = workload_classes().get(name.lower())
+        if cls is None:
+            return None
+        doc = (cls.__doc__ or f"Run the {cls.name} workload.").strip()
+        return _make_run_command(cls.name, cls.run_options, doc)
+
+
+@click.group(cls=RunGroup)
+def run() -> None:
+    """Run WORKLOAD at stepped user loads and record every step in the results store.
+
+    \b
+    Each step: users connect spread over --rampup, then the --duration window is
+    measured; a live line prints every --interval; at the end, a table with user loads
+    across and TPS, response times and percentiles down.
+    """
+
+
+@click.command()
+@click.argument("run_ids", nargs=-1, type=int)
+@results_option
+@FORMAT_OPTION
+def report(run_ids: tuple[int, ...], results_url: str | None, fmt: str) -> None:
+    """Show runs side by side (default: the latest), one block per run.
+
+    Give several RUN_IDS, one per storage configuration, to compare them.
+    """
+    from tpsbench.api.report import render
+    from tpsbench.api.results import ResultsStore
+    from tpsbench.errors import TpsbenchError
+
+    store = ResultsStore(results_url)
+    ids = list(run_ids) or [r.id for r in store.list_runs()[-1:]]
+    if not ids:
+        raise TpsbenchError("the results store has no runs yet: run one with `tpsbench run tpcc`")
+    click.echo(render([store.load_run(i) for i in ids], format=fmt), nl=fmt != "rich")
+
+
+@click.command()
+@click.argument("labels", nargs=-1)
+@click.option("--workload", default=None, help="Only runs of this workload.")
+@results_option
+@FORMAT_OPTION
+def compare(labels: tuple[str, ...], workload: str | None, results_url: str | None, fmt: str) -> None:
+    """Compare storage configurations: the latest completed run of each LABEL side by side.
+
+    Without LABELS, every storage label in the store.
+    """
+    from tpsbench.api.report import render
+    from tpsbench.api.results import ResultsStore
+    from tpsbench.errors import TpsbenchError
+
+    store = ResultsStore(results_url)
+    latest: dict[str, int] = {}
+    for r in store.list_runs():
+        if r.status == "completed" and (workload is None or r.workload == workload):
+            latest[r.storage] = r.id
+    wanted = list(labels) or sorted(latest)
+    missing = [label for label in wanted if label not in latest]
+    if missing or not wanted:
+        raise TpsbenchError(f"no completed run for storage label(s) {', '.join(missing) or '(none in store)'}")
+    click.echo(render([store.load_run(latest[label]) for label in wanted], format=fmt), nl=fmt != "rich")
+
+
+@click.command()
+@results_option
+def runs(results_url: str | None) -> None:
+    """List the runs in the results store."""
+    from rich.table import Table
+
+    from tpsbench.api.results import ResultsStore
+
+    table = Table(title="runs", title_justify="left")
+    for header in ("id", "workload", "storage", "status", "started", "database"):
+        table.add_column(header)
+    for r in ResultsStore(results_url).list_runs():
+        table.add_row(str(r.id), r.workload, r.storage, r.status, f"{r.started_at:%Y-%m-%d %H:%M}", r.db_url)
+    make_console().print(table)
