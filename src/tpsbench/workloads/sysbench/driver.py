@@ -1,0 +1,165 @@
+"""How a sysbench session sends one statement, and how sysbench would count it.
+
+sysbench's client is C: per statement it costs a few microseconds of client CPU. A Python
+client at the convenient DB-API layer costs 50-80 us (../../../../shared/reference/
+driver-costs.md), which on a small machine is CPU taken from the database and shows up as
+a lower TPS that says nothing about the database. So the hot path goes one layer down
+where that layer is measured to matter, and stays on DB-API everywhere else:
+
+* psycopg 3: server-side prepared statements through ``pgconn.prepare`` /
+  ``exec_prepared`` (libpq's PQprepare / PQexecPrepared, which is what sysbench's pgsql
+  driver calls), text parameters, results left in libpq's memory as sysbench leaves them;
+* mysqlclient: ``query`` + ``store_result`` on the C connection with the values rendered
+  as literals (text protocol: sysbench uses server-side prepared statements instead, so
+  the server parses each statement here);
+* anything else (sqlite3, PyMySQL, pyodbc): ``cursor.execute`` and ``fetchall``.
+
+Every runner answers with sysbench's classification of the statement it ran: READ when it
+returned a result set, WRITE when it changed at least one row, OTHER otherwise (BEGIN,
+COMMIT, and DML that matched nothing), which is how sysbench's drivers split "queries
+performed" into read/write/other.
+
+This belongs behind the target interface (``Target.statement_runner(conn)``) once more
+workloads want it; it lives here until then, and nothing outside this package uses it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+READ, WRITE, OTHER = 0, 1, 2
+KINDS = ("read", "write", "other")
+
+
+def set_autocommit(conn: Any) -> None:
+    """Put a DB-API connection in autocommit mode, whatever its driver calls that.
+
+    Sessions issue BEGIN and COMMIT as statements of their own, as sysbench does, so that
+    autocommit scripts (oltp_point_select ...) and ``--skip-trx`` send exactly one
+    statement per statement and transactional ones exactly sysbench's two more.
+    """
+    if isinstance(conn, sqlite3.Connection):
+        if conn.in_transaction:
+            conn.rollback()
+        conn.isolation_level = None
+        return
+    switch = getattr(conn, "autocommit", None)
+    if callable(switch):  # mysqlclient, PyMySQL
+        switch(True)
+        return
+    if getattr(conn, "info", None) is not None and hasattr(conn, "pgconn"):  # psycopg: idle first
+        conn.rollback()
+    conn.autocommit = True
+
+
+class StatementRunner:
+    """Generic DB-API runner: a cursor, ``execute`` with parameters, results fetched."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.cur = conn.cursor()
+
+    def run(self, sql: str, params: Sequence[int | str]) -> int:
+        cur = self.cur
+        cur.execute(sql, params)
+        if cur.description is not None:
+            cur.fetchall()
+            return READ
+        return WRITE if cur.rowcount > 0 else OTHER
+
+    def run_plain(self, sql: str) -> int:
+        """A statement without parameters (BEGIN, COMMIT, ROLLBACK)."""
+        self.cur.execute(sql)
+        return OTHER
+
+    def close(self) -> None:
+        try:
+            self.cur.close()
+        except Exception:  # noqa: BLE001 - a dead connection's cursor may fail to close
+            pass
+
+
+class PsycopgRunner(StatementRunner):
+    """libpq prepared statements on a psycopg 3 connection (see the module docstring)."""
+
+    def __init__(self, conn: Any) -> None:
+        from psycopg import errors, pq
+
+        self.conn = conn
+        self.pgconn = conn.pgconn
+        self.names: dict[str, bytes] = {}
+        self.tuples_ok = pq.ExecStatus.TUPLES_OK
+        self.command_ok = pq.ExecStatus.COMMAND_OK
+        self.error_from_result = errors.error_from_result
+        self.encoding = "utf-8"
+
+    def _prepare(self, sql: str) -> bytes:
+        name = f"tpsb_sb{len(self.names)}".encode()
+        parts = sql.split("%s")
+        text = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], start=1))
+        self._check(self.pgconn.prepare(name, text.encode()))
+        self.names[sql] = name
+        return name
+
+    def _check(self, res: Any) -> int:
+        status = res.status
+        if status == self.tuples_ok:
+            res.clear()
+            return READ
+        if status == self.command_ok:
+            rows = res.command_tuples
+            res.clear()
+            return WRITE if rows else OTHER
+        raise self.error_from_result(res, encoding=self.encoding)
+
+    def run(self, sql: str, params: Sequence[int | str]) -> int:
+        name = self.names.get(sql) or self._prepare(sql)
+        values = [str(v).encode() for v in params]
+        return self._check(self.pgconn.exec_prepared(name, values))
+
+    def run_plain(self, sql: str) -> int:
+        return self._check(self.pgconn.exec_(sql.encode()))
+
+    def close(self) -> None:
+        self.names.clear()
+
+
+class MysqlclientRunner(StatementRunner):
+    """mysqlclient's C connection: one ``query`` round trip per statement, results stored."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.templates: dict[str, bytes] = {}
+        self.literal = conn.string_literal
+
+    def run(self, sql: str, params: Sequence[int | str]) -> int:
+        template = self.templates.get(sql)
+        if template is None:
+            template = self.templates[sql] = sql.encode()
+        lit = self.literal
+        values = tuple(b"%d" % v if isinstance(v, int) else lit(v.encode()) for v in params)
+        conn = self.conn
+        conn.query(template % values)
+        result = conn.store_result()
+        if result is not None:
+            return READ
+        return WRITE if conn.affected_rows() > 0 else OTHER
+
+    def run_plain(self, sql: str) -> int:
+        self.conn.query(sql.encode())
+        return OTHER
+
+    def close(self) -> None:
+        self.templates.clear()
+
+
+def runner_for(conn: Any, fast: bool = True) -> StatementRunner:
+    """The cheapest runner for ``conn``'s driver (``fast=False``: plain DB-API always)."""
+    module = type(conn).__module__.split(".")[0]
+    if fast and module == "psycopg":
+        return PsycopgRunner(conn)
+    if fast and module == "MySQLdb":
+        return MysqlclientRunner(conn)
+    return StatementRunner(conn)
