@@ -30,7 +30,7 @@ def row_counts(url: str) -> dict[str, int]:
 
 def assert_built_and_consistent(url: str, scale: int, workers: int) -> None:
     result = build("tpcc", scale, url, workers=workers, seed=11, load_time=LOAD_TIME, show_progress=False)
-    expected = TPCC.expected_rows(scale)
+    expected = TPCC.expected_rows(scale, 11)
     assert result.rows == expected
     assert row_counts(url) == expected
     results = check("tpcc", url)
@@ -118,7 +118,7 @@ def test_interrupted_build_is_reported_and_recovered(tmp_path: Path) -> None:
                              capture_output=True, text=True, timeout=60)
     assert checked.returncode != 0
     assert "incomplete" in checked.stderr
-    rebuilt = subprocess.run(cmd[:5] + ["1", "--drop-existing"], cwd=tmp_path, env=env,
+    rebuilt = subprocess.run(cmd[:6] + ["1", "--drop-existing"], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=300)
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert all(r.passed for r in check("tpcc", f"sqlite:///{db}"))

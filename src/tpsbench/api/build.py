@@ -89,7 +89,7 @@ def build(
     _execute_ddl(target, tables_ddl, "creating tables")
 
     title = f"build {wl.name} {wl.describe_scale(scale)} on {target.describe()} with {workers} worker(s)"
-    with LoadProgress(title, wl.expected_rows(scale), enabled=show_progress) as progress:
+    with LoadProgress(title, wl.expected_rows(scale, seed), enabled=show_progress) as progress:
         rows = _load(target, wl, wl.tasks(scale), params, workers, progress.add)
     _execute_ddl(target, index_ddl, "building indexes")
     conn = target.connect()

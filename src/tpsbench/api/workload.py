@@ -88,8 +88,8 @@ class Workload(ABC):
         """The rows of one task, in chunks; deterministic in (params.seed, task)."""
 
     @abstractmethod
-    def expected_rows(self, scale: int) -> dict[str, int]:
-        """Exact row counts per table right after a build, for progress and tests."""
+    def expected_rows(self, scale: int, seed: int) -> dict[str, int]:
+        """Exact row counts per table right after a build with ``seed``, for progress and tests."""
 
     @abstractmethod
     def checks(self) -> list[Check]:

@@ -30,8 +30,8 @@ class TpccWorkload(Workload):
     def generate(self, task: LoadTask, params: LoadParams) -> Iterator[Batch]:
         return loader.generate(task, params)
 
-    def expected_rows(self, scale: int) -> dict[str, int]:
-        return loader.expected_rows(scale)
+    def expected_rows(self, scale: int, seed: int) -> dict[str, int]:
+        return loader.expected_rows(scale, seed)
 
     def checks(self) -> list[Check]:
         return CHECKS
