@@ -1,0 +1,166 @@
+"""New-Order (TPC-C §2.4): one order of 5-15 lines, 1% of them rolled back.
+
+Statements, the same count on every dialect (then COMMIT, or ROLLBACK for the 1%):
+
+1. ``UPDATE district SET d_next_o_id = d_next_o_id + 1 ... RETURNING d_next_o_id`` (SQL
+   Server: OUTPUT). MySQL has no RETURNING: it sets ``LAST_INSERT_ID(d_next_o_id + 1)``,
+   whose value comes back in the statement's OK packet (``cursor.lastrowid``); only a
+   driver without lastrowid (ODBC) pays one more ``SELECT LAST_INSERT_ID()``. Taking the
+   district row lock first is the spec's order and makes it the one hot lock.
+2. One SELECT of customer x warehouse x district (three primary-key rows: c_discount,
+   c_last, c_credit, w_tax, d_tax). None of these columns is ever updated, so reading
+   them without a lock is what the spec's separate SELECTs would read.
+3. INSERT orders; 4. INSERT new_order.
+5. One ``SELECT ... FROM stock WHERE (s_w_id = ? AND s_i_id = ?) OR ... FOR UPDATE`` for
+   the distinct (supply warehouse, item) pairs, with S_DIST_xx picked by a CASE on D_ID.
+6. One UPDATE of those stock rows joined to a derived table of their new values. The new
+   S_QUANTITY is computed here in Python, line by line in line order, so an item that
+   appears on two lines gets the quantity rule applied twice, exactly as two separate
+   UPDATEs would; the UPDATE then writes one final row per pair. (One UPDATE that
+   subtracts each line's quantity would not be equivalent for repeated items.)
+7. One ``SELECT ... FROM item WHERE i_id IN (...)``. This is where the 1% rollback is
+   discovered: the unused item id (ITEMS + 1) returns no row, *after* every other line's
+   stock row has been locked and updated, and the caller rolls back (§2.4.2.3). Nothing
+   pre-validates the id.
+8. One multi-row INSERT of all order lines (OL_AMOUNT = quantity x I_PRICE as Decimal).
+
+So 8 statements + COMMIT, against 4 + 4 x ol_cnt (about 44) in the spec's line-by-line
+form. Locking all stock rows in one statement also makes concurrent New-Orders take
+their stock locks in index order, which avoids most of the line-order deadlocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from tpsbench.workloads.tpcc.loader import ITEMS, OL_CNT_MAX, OL_CNT_MIN
+from tpsbench.workloads.tpcc.mix import Draws
+from tpsbench.workloads.tpcc.sql import Statements, to_decimal
+
+#: an item id that no ITEM row has: the 1% rollback's "unused value" (§2.4.1.5)
+UNUSED_ITEM = ITEMS + 1
+CENT = Decimal("0.01")
+
+
+@dataclass(frozen=True, slots=True)
+class NewOrderInputs:
+    w_id: int
+    d_id: int
+    c_id: int
+    #: (OL_I_ID, OL_SUPPLY_W_ID, OL_QUANTITY) per line, in line order
+    lines: tuple[tuple[int, int, int], ...]
+    #: True when the last line carries UNUSED_ITEM
+    rollback: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NewOrderOutput:
+    o_id: int
+    c_last: str
+    c_credit: str
+    all_local: int
+    #: "B" or "G" per line (§2.4.2.2: both I_DATA and S_DATA contain "ORIGINAL")
+    brand_generic: str
+    #: sum(OL_AMOUNT) * (1 - C_DISCOUNT) * (1 + W_TAX + D_TAX), rounded to cents
+    total: Decimal
+
+
+def inputs(draw: Draws, w_id: int) -> NewOrderInputs:
+    """§2.4.1: district, NURand customer, 5-15 lines, 1% remote lines, 1% rollback."""
+    d_id = draw.district()
+    c_id = draw.c_id.one()
+    ol_cnt = draw.uniform(OL_CNT_MIN, OL_CNT_MAX)
+    rollback = draw.uniform(1, 100) == 1
+    items = draw.ol_i_id.take(ol_cnt)
+    if rollback:
+        items[-1] = UNUSED_ITEM
+    lines = tuple(
+        # §2.4.1.5: 99% home, 1% another warehouse (other_warehouse gives home when W = 1)
+        (i_id, w_id if draw.uniform(1, 100) > 1 else draw.other_warehouse(w_id), draw.uniform(1, 10))
+        for i_id in items
+    )
+    return NewOrderInputs(w_id, d_id, c_id, lines, rollback)
+
+
+def execute(cur: Any, s: Statements, inp: NewOrderInputs) -> NewOrderOutput | None:
+    """Run the order on ``cur``; None when an item id is unused (the caller rolls back).
+
+    Leaves the transaction open: the caller commits on a result, rolls back on None.
+    """
+    w_id, d_id, lines = inp.w_id, inp.d_id, inp.lines
+    cur.execute(s.no_district, (w_id, d_id))
+    o_id = _next_order_id(cur, s) - 1
+    cur.execute(s.no_head, (w_id, d_id, inp.c_id))
+    head = cur.fetchone()
+    if head is None:
+        raise LookupError(f"New-Order: no customer {inp.c_id} in district ({w_id}, {d_id})")
+    c_discount, c_last, c_credit, w_tax, d_tax = head
+    all_local = int(all(sw == w_id for _, sw, _ in lines))
+    cur.execute(s.no_order, (o_id, d_id, w_id, inp.c_id, len(lines), all_local))
+    cur.execute(s.no_new_order, (o_id, d_id, w_id))
+
+    # stock: lock every distinct row at once, apply the lines in order, write back at once
+    pairs = list(dict.fromkeys((sw, i_id) for i_id, sw, _ in lines))
+    params: list[Any] = [d_id]
+    for pair in pairs:
+        params += pair
+    cur.execute(s.no_stock_k[len(pairs)], params)
+    stock = {(row[0], row[1]): row for row in cur.fetchall()}
+    state: dict[tuple[int, int], list[int]] = {}
+    for i_id, sw, qty in lines:
+        row = stock.get((sw, i_id))
+        if row is None:
+            continue  # the unused item has no stock row; the ITEM select below decides
+        st = state.get((sw, i_id))
+        if st is None:
+            st = state[(sw, i_id)] = [row[2], 0, 0, 0]
+        q = st[0] - qty
+        st[0] = q if q >= 10 else q + 91  # §2.4.2.2 quantity rule
+        st[1] += qty
+        st[2] += 1
+        st[3] += sw != w_id
+    if state:
+        params = []
+        for (sw, i_id), (q, ytd, cnt, remote) in state.items():
+            params += (sw, i_id, q, ytd, cnt, remote)
+        cur.execute(s.no_stock_update_k[len(state)], params)
+
+    ids = list(dict.fromkeys(i_id for i_id, _, _ in lines))
+    cur.execute(s.no_items_k[len(ids)], ids)
+    items = {row[0]: row for row in cur.fetchall()}
+    if len(items) < len(ids):
+        return None  # §2.4.2.3 "Item number is not valid": roll back
+    if len(state) < len(pairs):
+        missing = next(p for p in pairs if p not in state)
+        raise LookupError(f"New-Order: no stock row for item {missing[1]} in warehouse {missing[0]}")
+
+    params, amounts, brands = [], [], []
+    bind = s.bind_money
+    for number, (i_id, sw, qty) in enumerate(lines, 1):
+        item, st_row = items[i_id], stock[(sw, i_id)]
+        amount = qty * to_decimal(item[1])
+        amounts.append(amount)
+        brands.append("B" if "ORIGINAL" in item[3] and "ORIGINAL" in st_row[3] else "G")
+        params += (o_id, d_id, w_id, number, i_id, sw, qty, bind(amount), st_row[4])
+    cur.execute(s.no_lines_k[len(lines)], params)
+    total = sum(amounts) * (1 - to_decimal(c_discount)) * (1 + to_decimal(w_tax) + to_decimal(d_tax))
+    return NewOrderOutput(o_id, c_last, c_credit, all_local, "".join(brands), total.quantize(CENT))
+
+
+def _next_order_id(cur: Any, s: Statements) -> int:
+    """D_NEXT_O_ID after the increment: from RETURNING, else MySQL's LAST_INSERT_ID."""
+    if s.returning:
+        row = cur.fetchone()
+        if row is None:
+            raise LookupError("New-Order: no such district")
+        return int(row[0])
+    if cur.rowcount != 1:
+        raise LookupError("New-Order: no such district")
+    value = getattr(cur, "lastrowid", None)
+    if not value:  # drivers without lastrowid (ODBC) ask the server
+        cur.execute(s.last_insert_id)
+        value = cur.fetchone()[0]
+    return int(value)
+

@@ -1,0 +1,137 @@
+"""One TPC-C virtual user: :class:`TpccSession`, the engine's view of the workload.
+
+A user is a TPC-C terminal: it has a home warehouse, ``(user_id % scale) + 1``, so that
+users spread evenly over the warehouses, and a fixed district for Stock-Level,
+``(user_id // scale) % 10 + 1``, so that the first ten users of each warehouse cover its
+ten districts (§2.8.1.1 fixes a terminal's Stock-Level district). With the run option
+``warehouses=all`` (HammerDB's "use all warehouses") every transaction instead picks a
+warehouse uniformly, which spreads a few users over a large database; Stock-Level
+keeps the user's fixed district.
+
+The C-run constants are derived from the run seed and the build's C-load (stored in
+``tpsbench_meta`` and passed in ``RunContext.constants``), so every user of every worker
+uses the same ones and C_LAST's obeys the §2.1.6.1 gap.
+
+Statements are prepared once per connection where that is cheap: on psycopg the
+connection's ``prepare_threshold`` is set to 0, which makes psycopg prepare each
+statement on its first execution (exactly what ``execute(..., prepare=True)`` does, without
+a keyword on every call), and Python ints are sent as int8 so a statement is not
+prepared again whenever a parameter's value outgrows int2 or int4. MySQL's drivers
+and sqlite3 have no cheaper path than their plain execute (sqlite3 caches its compiled
+statements by text already).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from tpsbench.api.session import RunContext, Session
+from tpsbench.api.workload import Option
+from tpsbench.errors import TpsbenchError
+from tpsbench.targets.base import Target
+from tpsbench.workloads.tpcc import delivery, new_order, order_status, payment, stock_level
+from tpsbench.workloads.tpcc.loader import DISTRICTS_PER_WAREHOUSE
+from tpsbench.workloads.tpcc.mix import Deck, Draws, keying_time, run_constants, think_time
+from tpsbench.workloads.tpcc.sql import statements
+
+#: psycopg's prepared statements per connection: room for every statement variant in use
+PREPARED_MAX = 256
+#: values of the run options this session reads
+WAREHOUSE_MODES = ("home", "all")
+#: the run options a TPC-C session reads, for the workload to declare (``tpsbench run tpcc --help``)
+RUN_OPTIONS = (
+    Option("think", "on", "TPC-C keying and think times (§5.2.5); 'off' runs the users back to back.",
+           ("on", "off")),
+    Option("warehouses", "home", "'home': each user keeps one warehouse; 'all': every transaction picks one"
+           " at random (HammerDB's all-warehouses mode).", WAREHOUSE_MODES),
+)
+
+_INPUTS = {
+    "new_order": new_order.inputs,
+    "payment": payment.inputs,
+    "order_status": order_status.inputs,
+    "delivery": delivery.inputs,
+}
+_EXECUTE = {
+    "new_order": new_order.execute,
+    "payment": payment.execute,
+    "order_status": order_status.execute,
+    "delivery": delivery.execute,
+    "stock_level": stock_level.execute,
+}
+
+
+class TpccSession(Session):
+    """A TPC-C terminal on one DB-API connection (see the module docstring)."""
+
+    def __init__(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> None:
+        super().__init__(ctx, user_id, users, conn, target)
+        if ctx.scale < 1:
+            raise TpsbenchError(f"TPC-C needs at least one warehouse, the schema says {ctx.scale}")
+        mode = ctx.options.get("warehouses", "home")
+        if mode not in WAREHOUSE_MODES:
+            raise TpsbenchError(f"TPC-C option warehouses={mode!r}: use one of {', '.join(WAREHOUSE_MODES)}")
+        self.all_warehouses = mode == "all"
+        self.think = ctx.options.get("think", "on") != "off"
+        self.home_w = user_id % ctx.scale + 1
+        self.home_d = (user_id // ctx.scale) % DISTRICTS_PER_WAREHOUSE + 1
+        load = {name.removeprefix("const_"): int(value) for name, value in ctx.constants.items()}
+        try:
+            self.c_run = run_constants(ctx.seed, load)
+        except ValueError as exc:
+            raise TpsbenchError(f"TPC-C: {exc}; rebuild the database") from exc
+        self.draw = Draws(ctx.seed, user_id, ctx.scale, self.c_run)
+        self.deck = Deck(self.draw.rng)
+        self.stmts = statements(target.dialect, target.placeholder())
+        #: the last committed transaction's output (tests and debugging look at it)
+        self.last_output: object = None
+        #: Delivery's districts delivered and skipped (no undelivered order), §2.7.2.3
+        self.delivered_districts = 0
+        self.skipped_districts = 0
+        self.rebind(conn)
+
+    def next_transaction(self) -> str:
+        return self.deck.draw()
+
+    def inputs(self, name: str) -> object:
+        w_id = self.draw.warehouse() if self.all_warehouses else self.home_w
+        if name == "stock_level":
+            return stock_level.inputs(self.draw, w_id, self.home_d)
+        return _INPUTS[name](self.draw, w_id)
+
+    def execute(self, name: str, inputs: object) -> bool:
+        """Run ``name``; commit, or roll back and return False for New-Order's unused item."""
+        conn = self.conn
+        try:
+            output = _EXECUTE[name](self.cur, self.stmts, inputs)
+            if output is None:
+                conn.rollback()
+                return False
+            conn.commit()
+        except BaseException:
+            with contextlib.suppress(Exception):  # the connection may be gone; the first error matters
+                conn.rollback()
+            raise
+        self.last_output = output
+        if name == "delivery":
+            self.delivered_districts += len(output.delivered)  # type: ignore[attr-defined]
+            self.skipped_districts += len(output.skipped)  # type: ignore[attr-defined]
+        return True
+
+    def keying_time(self, name: str) -> float:
+        return keying_time(name, self.think)
+
+    def think_time(self, name: str) -> float:
+        return think_time(name, self.draw.wait_rng, self.think)
+
+    def rebind(self, conn: Any) -> None:
+        """Take ``conn`` and set it up for prepared statements (psycopg)."""
+        self.conn = conn
+        if type(conn).__module__.startswith("psycopg"):
+            from psycopg.types.numeric import Int8Dumper
+
+            conn.prepare_threshold = 0
+            conn.prepared_max = max(conn.prepared_max or 0, PREPARED_MAX)
+            conn.adapters.register_dumper(int, Int8Dumper)
+        self.cur = conn.cursor()
