@@ -12,7 +12,7 @@ secondary indexes, as in a build) and committing once:
 
 Times include turning the batch into text or rows, since the loader pays for that too.
 "client CPU" is this process's user+system time: on a small machine the loader's CPU
-is taken from the server. Best of ``--repeat`` runs.
+is taken from the server. Best of ``--repeat`` runs, the paths taking turns.
 
 Usage: python bench/mysql_bulk_paths.py [--url mysql://root@127.0.0.1/tpsb_tgt_bench]
 """
@@ -20,6 +20,7 @@ Usage: python bench/mysql_bulk_paths.py [--url mysql://root@127.0.0.1/tpsb_tgt_b
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 from collections.abc import Callable
@@ -48,8 +49,8 @@ def make_batch(table: str, n: int, rng: np.random.Generator) -> Batch:
     """A batch shaped like ``table``'s rows: its column types, widths and NULLs."""
     ids = np.arange(1, n + 1)
     stamp = np.datetime64("2024-01-01T00:00:00") + rng.integers(0, 86_400 * 365, n).astype("timedelta64[s]")
-    money = lambda high: np.round(rng.uniform(0, high, n), 2)  # noqa: E731
-    small = lambda high: rng.integers(1, high + 1, n)  # noqa: E731
+    money = lambda high: np.round(rng.uniform(0, high, n), 2)
+    small = lambda high: rng.integers(1, high + 1, n)
     if table == "order_line":
         cols = {"ol_o_id": (ids - 1) // 10 + 1, "ol_d_id": np.ones(n, int), "ol_w_id": np.ones(n, int),
                 "ol_number": (ids - 1) % 10 + 1, "ol_i_id": small(100_000), "ol_supply_w_id": np.ones(n, int),
@@ -88,26 +89,33 @@ PATHS: dict[str, Callable[[Any, Batch], None]] = {
 }
 
 
-def measure(target: MysqlTarget, batch: Batch, path: Callable[[Any, Batch], None], repeat: int) -> tuple[float, float]:
-    """Best (wall seconds, client CPU seconds) of ``repeat`` loads into an emptied table."""
-    best = (float("inf"), float("inf"))
+def measure(target: MysqlTarget, batch: Batch, path: Callable[[Any, Batch], None]) -> tuple[float, float]:
+    """(wall seconds, client CPU seconds) of one load into the emptied table."""
+    conn = target.connect()
+    try:
+        cur = conn.cursor()
+        cur.execute(f"TRUNCATE TABLE {batch.table}")
+        cur.close()
+        wall, cpu = time.perf_counter(), time.process_time()
+        path(conn, batch)
+        conn.commit()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        cur = conn.cursor()
+        cur.execute(f"SELECT COUNT(*) FROM {batch.table}")
+        assert cur.fetchone()[0] == len(batch), "rows lost"
+        cur.close()
+    finally:
+        conn.close()
+    return wall, cpu
+
+
+def best_of(target: MysqlTarget, batch: Batch, repeat: int) -> dict[str, tuple[float, float]]:
+    """Best (wall, CPU) per path; the paths take turns, so that a change in the
+    machine's load during the run hits them all alike."""
+    best = {name: (float("inf"), float("inf")) for name in PATHS}
     for _ in range(repeat):
-        conn = target.connect()
-        try:
-            cur = conn.cursor()
-            cur.execute(f"TRUNCATE TABLE {batch.table}")
-            cur.close()
-            wall, cpu = time.perf_counter(), time.process_time()
-            path(conn, batch)
-            conn.commit()
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            cur = conn.cursor()
-            cur.execute(f"SELECT COUNT(*) FROM {batch.table}")
-            assert cur.fetchone()[0] == len(batch), "rows lost"
-            cur.close()
-        finally:
-            conn.close()
-        best = min(best, (wall, cpu))
+        for name, path in PATHS.items():
+            best[name] = min(best[name], measure(target, batch, path))
     return best
 
 
@@ -130,19 +138,22 @@ def main() -> None:
         for statement in tables:
             if statement.split()[2] in batches:
                 cur.execute(statement)
-    print(f"# {platform.node()}, {platform.python_implementation()} {platform.python_version()}, "
-          f"server {setup.server_info().get('version')}, best of {args.repeat}")
+    info = setup.server_info()
+    print(f"# {platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, server "
+          f"{info.get('version')} (innodb_buffer_pool_size {info.get('innodb_buffer_pool_size')}, "
+          f"innodb_flush_log_at_trx_commit {info.get('innodb_flush_log_at_trx_commit')}), best of {args.repeat}, "
+          f"load average at start {os.getloadavg()[0]:.1f}")
     print(f"{'driver':<8} {'table':<11} {'rows':>7} {'path':<12} {'rows/s':>9} {'MB/s':>6} {'client CPU s':>12} {'wall s':>7}")
     try:
         for driver in ("mysqldb", "pymysql"):
             target = MysqlTarget(base.set(drivername=f"mysql+{driver}"))
             for table, batch in batches.items():
                 megabytes = len(batch.to_tsv()) / 1e6
-                for name, path in PATHS.items():
-                    wall, cpu = measure(target, batch, path, args.repeat)
+                for name, (wall, cpu) in best_of(target, batch, args.repeat).items():
                     print(f"{driver:<8} {table:<11} {len(batch):>7} {name:<12} {len(batch) / wall:>9,.0f} "
                           f"{megabytes / wall:>6.1f} {cpu:>12.2f} {wall:>7.2f}", flush=True)
     finally:
+        print(f"# load average at end {os.getloadavg()[0]:.1f}")
         with setup.session("dropping the database") as conn:
             conn.cursor().execute(f"DROP DATABASE IF EXISTS {base.database}")
 

@@ -87,7 +87,7 @@ def parsed_shape(dialect: str) -> Shape:
             elif isinstance(item, exp.PrimaryKey):
                 pk = [column_name(e) for e in item.expressions]
             else:
-                raise AssertionError(f"unexpected table element {item.sql()}")
+                pytest.fail(f"unexpected table element {item.sql()}")
         tables[create.this.this.name] = {"columns": columns, "pk": pk}
     for statement in index_sql:
         create = sqlglot.parse_one(statement, read=read)

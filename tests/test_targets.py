@@ -24,9 +24,11 @@ from sqlalchemy.engine import make_url
 
 from tpsbench.api.batch import Batch
 from tpsbench.errors import TpsbenchError
+from tpsbench.targets import mysql as mysql_module
 from tpsbench.targets import open_target
 from tpsbench.targets.base import Target, error_codes, error_message
 from tpsbench.targets.mssql import MssqlTarget
+from tpsbench.targets.mysql import MysqlTarget, insert_statements
 from tpsbench.targets.odbc import OdbcTarget, parse_connection_string
 from tpsbench.targets.postgresql import PostgresTarget
 
@@ -85,7 +87,7 @@ EXPECTED = [
 def sample_batch() -> Batch:
     """EXPECTED as the loaders make batches: numpy columns, floats for money, masks for NULL."""
     cols = list(zip(*EXPECTED))
-    strings = lambda values: np.array([(v or "").encode() for v in values])  # noqa: E731
+    strings = lambda values: np.array([(v or "").encode() for v in values])
     columns = {
         "id": np.array(cols[0], dtype=np.int64),
         "amount": np.array([float(v) for v in cols[1]]),
@@ -132,6 +134,31 @@ def test_bulk_load_round_trip(any_target: Target) -> None:
     target.engine.dispose()
 
 
+def test_bulk_load_thousands_of_wide_rows(any_target: Target) -> None:
+    """Enough rows and width to need slicing (ODBC parameter arrays) and several statements."""
+    target, n = any_target, 5000
+    target.ensure_database()
+    wide = sa.Table("wide", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+                    sa.Column("amount", sa.Numeric(12, 2), nullable=False), sa.Column("data", sa.String(500)))
+    wide.create(target.engine)
+    ids = np.arange(1, n + 1)
+    data = np.array([(b"%05d" % i) * 100 for i in range(n)])
+    batch = Batch("wide", {"id": ids, "amount": np.round(ids * 1.01, 2), "data": data}, {"data": ids % 7 == 0})
+    conn = target.connect()
+    try:
+        target.bulk_load(conn, batch)
+        conn.commit()
+    finally:
+        conn.close()
+    with target.engine.connect() as conn:
+        count, total, nulls, longest = conn.execute(sa.select(
+            sa.func.count(), sa.func.sum(wide.c.amount), sa.func.count() - sa.func.count(wide.c.data),
+            sa.func.max(sa.func.length(wide.c.data)))).one()
+    assert (count, Decimal(total).quantize(Decimal("0.01")), nulls, longest) == (
+        n, sum(Decimal(str(round(i * 1.01, 2))) for i in range(1, n + 1)), n // 7, 500)
+    target.engine.dispose()
+
+
 def test_mssql_target_inherited_paths_on_mariadb_odbc(mysql_url: str, require: Callable[..., Any]) -> None:
     """SQL Server's class: ODBC connection string, pyodbc connection and bulk path, for real."""
     if "MariaDB Unicode" not in pyodbc.drivers():
@@ -151,6 +178,47 @@ def test_mssql_target_inherited_paths_on_mariadb_odbc(mysql_url: str, require: C
         conn.close()
     assert read_sample(mariadb.engine) == expected_sample()
     mariadb.engine.dispose()
+
+
+@pytest.mark.parametrize("kind", ["mysql+pymysql", "mysql+mysqldb"])
+def test_refused_load_data_falls_back_to_multirow_insert(kind: str, request: pytest.FixtureRequest,
+                                                         require: Callable[..., Any]) -> None:
+    """With LOCAL refused (here by the client, as MySQL 8 servers do by default) rows still arrive."""
+    url = make_url(server_url(kind, request, require))
+    target = open_target(url.update_query_dict({"local_infile": "0"}).render_as_string(hide_password=False))
+    assert isinstance(target, MysqlTarget)
+    SAMPLE.create(target.engine)
+    conn = target.connect()
+    try:
+        target.bulk_load(conn, sample_batch())
+        assert target.local_infile is False
+        conn.commit()
+    finally:
+        conn.close()
+    assert read_sample(target.engine) == expected_sample()
+    target.engine.dispose()
+
+
+def test_multirow_insert_statements_split_and_escape() -> None:
+    batch = sample_batch()
+    statements = list(insert_statements(batch, statement_bytes=200))
+    assert len(statements) > 1
+    assert all(s.startswith(b"INSERT INTO sample (id,amount,rate,name,code,stamp,count,note) VALUES (") for s in statements)
+    text = b"".join(statements).decode()
+    assert "'Zoë O''Brien'" in text
+    assert text.count("NULL") == sum(int(mask.sum()) for mask in batch.nulls.values())
+
+
+def test_mysql_driver_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert open_target("mysql+pymysql://root@h/db").driver == "pymysql"
+    assert open_target("mariadb+pymysql://root@h/db").url.drivername == "mariadb+pymysql"
+    monkeypatch.setattr(mysql_module, "_importable", lambda module: False)
+    assert open_target("mysql://root@h/db").driver == "pymysql"
+    with pytest.raises(TpsbenchError, match="mysqlclient is not installed"):
+        open_target("mysql+mysqldb://root@h/db")
+    monkeypatch.undo()
+    if importlib.util.find_spec("MySQLdb"):
+        assert open_target("mysql://root@h/db").driver == "mysqldb"
 
 
 # -- errors reach the user as one line ----------------------------------------------
@@ -273,7 +341,7 @@ def test_deadlock_is_retryable(server_target: Target) -> None:
     def update(conn: Any, row: int) -> None:
         try:
             execute(conn, f"UPDATE locks SET v = v + 1 WHERE id = {row}")
-        except Exception as exc:  # the deadlock victim; the other one goes on
+        except Exception as exc:  # noqa: BLE001 - the deadlock victim, whatever its driver; the other goes on
             errors.append(exc)
             conn.rollback()
 

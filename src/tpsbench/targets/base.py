@@ -61,7 +61,12 @@ class Target:
         with self.translate_errors("connect"):
             return self._connect()
 
-    def _connect(self) -> Any:
+    def _connect(self, database: str | None = None) -> Any:
+        """A new DB-API connection to ``database``: the URL's if None, none at all if "".
+
+        Targets whose server can create databases accept ``database``, so that
+        :meth:`ensure_database` can connect before the URL's database exists.
+        """
         raise NotImplementedError
 
     def ensure_database(self) -> None:

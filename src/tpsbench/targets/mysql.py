@@ -8,9 +8,10 @@ force either: ``mysql+pymysql://`` or ``mysql+mysqldb://``; a bare ``mysql://`` 
 
 Bulk path: LOAD DATA LOCAL INFILE of the batch's TSV, written to a temporary file in
 /dev/shm (memory, so the file costs no disk I/O). bench/mysql_bulk_paths.py measured it
-against large multi-row INSERTs (bench/results/mysql_bulk_paths.txt): LOAD DATA is the
-faster of the two with both drivers. Multi-row INSERT stays as the fallback for servers
-that refuse LOCAL (MySQL 8 ships with ``local_infile=OFF``).
+against large multi-row INSERTs (bench/results/mysql_bulk_paths.txt): with both drivers
+LOAD DATA loads about 1.8x the rows per second (median over tables and runs) for a
+third of the client CPU. Multi-row INSERT stays as the fallback for servers that
+refuse LOCAL (MySQL 8 ships with ``local_infile=OFF``).
 
 :class:`MysqlFamily` holds what does not depend on the driver (error numbers, settings,
 DDL), so the ODBC target reuses it for ``mysql+pyodbc://`` URLs.
@@ -40,8 +41,9 @@ RETRYABLE_CODES = frozenset({1205, 1213, 1412, 1020, 1637, 3572})
 DISCONNECT_CODES = frozenset({
     1053, 1152, 1158, 1159, 1160, 1161, 1927, 2002, 2003, 2006, 2013, 2055, 4031, 5013, 5014,
 })
-#: the server or client refuses LOAD DATA LOCAL: use multi-row INSERTs instead
-LOCAL_INFILE_REFUSED = frozenset({1148, 2068, 3948})
+#: the server or client refuses LOAD DATA LOCAL (MySQL 5.7, MySQL client, MySQL 8,
+#: MariaDB 10.6+): use multi-row INSERTs instead
+LOCAL_INFILE_REFUSED = frozenset({1148, 2068, 3948, 4166})
 #: settings recorded with every run, because they shape OLTP performance; both names of
 #: the isolation level are asked for (MariaDB before 11.1 knows only tx_isolation)
 KEY_SETTINGS = (
@@ -52,23 +54,24 @@ KEY_SETTINGS = (
 )
 #: drivers by the name used in URLs, with the module that provides each
 DRIVER_MODULES = {"mysqldb": "MySQLdb", "pymysql": "pymysql"}
-#: largest multi-row INSERT statement; servers accept 16 MiB (MariaDB) or 64 MiB by default
-INSERT_STATEMENT_BYTES = 4 << 20
+#: size of one multi-row INSERT: 1 MiB beat 4 MiB in bench/results/mysql_bulk_paths.txt,
+#: and stays well under max_allowed_packet (16 MiB on MariaDB, 64 MiB on MySQL 8)
+INSERT_STATEMENT_BYTES = 1 << 20
 SHM = "/dev/shm"
 
 
-class MysqlFamily:
+class MysqlFamily(Target):
     """MySQL/MariaDB knowledge that holds whatever the driver: codes, settings, DDL.
 
-    Mixed into a :class:`Target` whose ``_connect(database)`` opens a DB-API connection
-    to ``database``, the URL's when None, no database when "".
+    Subclasses provide ``_connect(database)``, opening a DB-API connection to
+    ``database``: the URL's when None, none when "" (to create the URL's).
     """
 
     dialect: ClassVar[str] = "mysql"
     retryable_codes: ClassVar[frozenset[int]] = RETRYABLE_CODES
     disconnect_codes: ClassVar[frozenset[int]] = DISCONNECT_CODES
 
-    def ensure_database(self: Any) -> None:
+    def ensure_database(self) -> None:
         """CREATE DATABASE IF NOT EXISTS, from a connection that names no database."""
         if not self.database:
             return
@@ -81,7 +84,7 @@ class MysqlFamily:
             finally:
                 conn.close()
 
-    def after_load(self: Any, conn: Any, tables: list[str]) -> None:
+    def after_load(self, conn: Any, tables: list[str]) -> None:
         """ANALYZE TABLE, so that the first runs do not plan with empty statistics."""
         if tables:
             cur = conn.cursor()
@@ -90,7 +93,7 @@ class MysqlFamily:
             cur.close()
         conn.commit()
 
-    def server_info(self: Any) -> dict[str, str]:
+    def server_info(self) -> dict[str, str]:
         names = ", ".join(f"'{name}'" for name in KEY_SETTINGS)
         rows = self.fetch_all(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})", "reading server settings")
         info = {str(name): _text(value) for name, value in rows}
@@ -98,7 +101,7 @@ class MysqlFamily:
         info.setdefault("transaction_isolation", isolation or "")
         return info
 
-    def connection_limit(self: Any) -> int | None:
+    def connection_limit(self) -> int | None:
         """Connections still free: max_connections less the clients connected now.
 
         Our own connection is counted back in, since it closes before the run opens its own.
@@ -112,11 +115,11 @@ class MysqlFamily:
             cur.close()
         return limit - connected + 1
 
-    def connection_limit_hint(self: Any) -> str:
+    def connection_limit_hint(self) -> str:
         return "raise it with SET GLOBAL max_connections = N (and max_connections in my.cnf to keep it)"
 
 
-class MysqlTarget(MysqlFamily, Target):
+class MysqlTarget(MysqlFamily):
     backends = ("mysql", "mariadb")
     driver = "mysqldb"
     driver_modules = ("MySQLdb", "pymysql")
@@ -143,7 +146,8 @@ class MysqlTarget(MysqlFamily, Target):
         name = url.database if database is None else database
         if name:
             params["database"] = name
-        params.update({k: v for k, v in url.query.items() if isinstance(v, str)})
+        # URL options are text; the drivers want numbers for flags and timeouts (local_infile=0)
+        params.update({k: int(v) if v.isdigit() else v for k, v in url.query.items() if isinstance(v, str)})
         try:
             return self.dbapi.connect(**params)
         except TypeError as exc:

@@ -2,7 +2,12 @@
 
 Connections and the bulk path use pyodbc directly: the bulk path is one parameterised
 INSERT run by ``executemany`` with ``fast_executemany`` (pyodbc binds whole parameter
-arrays instead of one row per round trip), inside the caller's transaction.
+arrays instead of one row per round trip), inside the caller's transaction. How much
+that gains is the ODBC driver's business: measured here on 10,000 order_line rows,
+MariaDB Connector/ODBC 3.1 managed about 3,000 rows/s and psqlODBC 13,000-20,000,
+against 30,000 (LOAD DATA) and 78,000 (COPY) for the native targets. So ODBC is the
+way to SQL Server, and a way to compare client stacks; MariaDB and PostgreSQL load
+faster through their own targets.
 
 What a backend *is* (schema dialect, error codes, settings, how to create a database)
 does not depend on the driver, so each backend gets a flavour: :class:`OdbcTarget`
@@ -30,6 +35,7 @@ import re
 from functools import cached_property
 from typing import Any, ClassVar
 
+import numpy as np
 import pyodbc
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
@@ -40,6 +46,8 @@ from tpsbench.targets import postgresql as pg
 from tpsbench.targets.base import Target
 from tpsbench.targets.mysql import MysqlFamily
 
+#: about how much memory one ``executemany`` parameter array may take
+PARAM_ARRAY_BYTES = 16 << 20
 #: query keys that are not connection-string attributes
 URL_ONLY_KEYS = frozenset({"driver", "dsn", "odbc_connect"})
 _ATTRIBUTE = re.compile(r"\s*([^=;]+?)\s*=\s*(\{(?:[^}]|\}\})*\}|[^;]*)\s*(?:;|$)")
@@ -66,16 +74,17 @@ class OdbcTarget(Target):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for backend in cls.odbc_backends:
+        for backend in cls.__dict__.get("odbc_backends", ()):  # declared here, not inherited
             OdbcTarget._flavours[backend] = cls
 
-    def __new__(cls, url: URL) -> OdbcTarget:
+    def __new__(cls, url: URL) -> OdbcTarget:  # noqa: PYI034 - returns the backend's subclass on purpose
+        flavour = cls
         if cls is OdbcTarget:
             from tpsbench.targets import target_classes
 
             target_classes()  # imports every target module, so that all flavours are registered
-            cls = OdbcTarget._flavours.get(url.get_backend_name(), OdbcTarget)
-        return super().__new__(cls)
+            flavour = OdbcTarget._flavours.get(url.get_backend_name(), OdbcTarget)
+        return super().__new__(flavour)
 
     def __init__(self, url: URL) -> None:
         super().__init__(url)
@@ -142,14 +151,26 @@ class OdbcTarget(Target):
 
     # -- loading --------------------------------------------------------------------
     def bulk_load(self, conn: Any, batch: Batch) -> None:
+        """``fast_executemany`` of the rows, with parameter types and sizes given up front.
+
+        Without ``setinputsizes`` pyodbc asks the driver for each parameter's size, and
+        MariaDB's driver answers with a maximum so large for strings that the parameter
+        array for a thousand rows no longer fits in memory. The batch's own dtypes give
+        tight sizes; rows go in slices so the array stays around PARAM_ARRAY_BYTES.
+        """
         if not len(batch):
             return
         marks = ",".join("?" * len(batch.columns))
+        sql = f"INSERT INTO {batch.table} ({','.join(batch.names)}) VALUES ({marks})"
+        sizes = [input_size(values) for values in batch.columns.values()]
+        step = max(1, PARAM_ARRAY_BYTES // sum(max(size, 8) * 2 + 16 for _, size, _ in sizes))
+        rows = batch.to_rows("datetime")
         cur = conn.cursor()
         try:
             cur.fast_executemany = True
-            cur.executemany(f"INSERT INTO {batch.table} ({','.join(batch.names)}) VALUES ({marks})",
-                            batch.to_rows("datetime"))
+            cur.setinputsizes(sizes)
+            for start in range(0, len(rows), step):
+                cur.executemany(sql, rows[start:start + step])
         finally:
             cur.close()
 
@@ -228,6 +249,22 @@ class PostgresOdbcTarget(OdbcTarget):
 
     def connection_limit_hint(self) -> str:
         return "raise it with ALTER SYSTEM SET max_connections = N and restart PostgreSQL"
+
+
+def input_size(values: np.ndarray) -> tuple[int, int, int]:
+    """(SQL type, column size, decimal digits) of a batch column, for ``setinputsizes``.
+
+    Money arrives as doubles already rounded to the column's scale; the server's
+    conversion to DECIMAL rounds them back to the exact decimal.
+    """
+    kind = values.dtype.kind
+    if kind == "S":  # bytes of UTF-8: never fewer than its characters
+        return (pyodbc.SQL_WVARCHAR, max(values.dtype.itemsize, 1), 0)
+    if kind == "M":
+        return (pyodbc.SQL_TYPE_TIMESTAMP, 19, 0)
+    if kind == "f":
+        return (pyodbc.SQL_DOUBLE, 0, 0)
+    return (pyodbc.SQL_BIGINT, 0, 0)
 
 
 def parse_connection_string(text: str) -> dict[str, str]:
