@@ -21,7 +21,9 @@ from typing import Any
 
 import psycopg
 import pymysql
+import pyodbc
 import pytest
+from sqlalchemy.engine import make_url
 
 from tpsbench.api.build import build
 from tpsbench.api.meta import read_meta
@@ -440,6 +442,27 @@ def test_consistency_and_evidence_after_hundreds_of_transactions(db: Db) -> None
     before = evidence(db.conn)
     commits = run_mix(db, list(range(4)), 100)
     assert sum(commits.values()) >= 380 and commits["delivery"] > 0 and commits["payment"] > 0
+    after = evidence(db.conn)
+    assert {k: after[k] - before[k] for k in after} == expected_evidence(dict(commits))
+    for check in CHECKS:
+        if check.holds_after_run:
+            assert db.rows(check.sql) == [], f"condition {check.number} ({check.title}) fails"
+
+
+def test_mix_through_odbc(db: Db) -> None:
+    """The same statements through pyodbc (psqlODBC, MariaDB Connector/ODBC): ``?`` markers,
+    no lastrowid (MySQL reads LAST_INSERT_ID), parameters typed by the ODBC driver."""
+    driver = {"postgresql": "PostgreSQL Unicode", "mysql": "MariaDB Unicode"}.get(db.target.dialect)
+    if driver is None:
+        pytest.skip("no ODBC path for SQLite here")
+    if driver not in pyodbc.drivers():
+        _unavailable(f"ODBC driver {driver!r}", f"installed: {pyodbc.drivers()}")
+    url = make_url(db.url)
+    url = url.set(drivername=f"{url.get_backend_name()}+pyodbc", query={"driver": driver})
+    text = url.render_as_string(hide_password=False)
+    odbc = Db(text, open_target(text), db.ctx, db.conn, db.opened)
+    before = evidence(db.conn)
+    commits = run_mix(odbc, [0, 1], 40)
     after = evidence(db.conn)
     assert {k: after[k] - before[k] for k in after} == expected_evidence(dict(commits))
     for check in CHECKS:

@@ -56,13 +56,18 @@ class Dialect:
     returning: str = "returning"  # "returning", "output" or "" (none)
     update_join: str = "from"  # "from", "join" or "from-join"
     concat: str = "||"  # "||" or "concat"
+    #: an integer parameter where no column gives it a type (CASE ?, SELECT ? AS x): ODBC
+    #: drivers may send an untyped or text value that PostgreSQL would not compare to an int
+    int_param: str = "CAST(? AS INTEGER)"
     round_money: bool = False
 
 
 DIALECTS = {
     "sqlite": Dialect("sqlite", round_money=True),
     "postgresql": Dialect("postgresql", row_lock=" FOR UPDATE"),
-    "mysql": Dialect("mysql", row_lock=" FOR UPDATE", returning="", update_join="join", concat="concat"),
+    "mysql": Dialect(
+        "mysql", row_lock=" FOR UPDATE", returning="", update_join="join", concat="concat", int_param="?",
+    ),
     "mssql": Dialect(
         "mssql", table_lock=" WITH (UPDLOCK, ROWLOCK)", returning="output", update_join="from-join", concat="concat",
         top1="TOP 1 ", limit1="",
@@ -136,15 +141,16 @@ class Statements:
         s["no_new_order"] = "INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)"
         dist = " ".join(f"WHEN {i} THEN s_dist_{i:02d}" for i in range(1, DISTRICTS_PER_WAREHOUSE + 1))
         s["no_stock_k"] = _counted(lambda k: (
-            f"SELECT s_w_id, s_i_id, s_quantity, s_data, CASE ? {dist} END FROM stock{d.table_lock}"
+            f"SELECT s_w_id, s_i_id, s_quantity, s_data, CASE {d.int_param} {dist} END FROM stock{d.table_lock}"
             f" WHERE {_pairs('s_w_id', 's_i_id', k)}{d.row_lock}"
         ), MAX_LINES)
-        rows = "SELECT ? AS w, ? AS i, ? AS q, ? AS ytd, ? AS cnt, ? AS rmt"
+        first = "SELECT " + ", ".join(f"{d.int_param} AS {name}" for name in ("w", "i", "q", "ytd", "cnt", "rmt"))
+        more = "SELECT " + ", ".join([d.int_param] * 6)
         s["no_stock_update_k"] = _counted(lambda k: _update_from(
             d, "stock",
             "s_quantity = v.q, s_ytd = s_ytd + v.ytd, s_order_cnt = s_order_cnt + v.cnt,"
             " s_remote_cnt = s_remote_cnt + v.rmt",
-            "(" + " UNION ALL ".join([rows] + ["SELECT ?, ?, ?, ?, ?, ?"] * (k - 1)) + ") v",
+            "(" + " UNION ALL ".join([first] + [more] * (k - 1)) + ") v",
             "s_w_id = v.w AND s_i_id = v.i",
         ), MAX_LINES)
         s["no_items_k"] = _counted(lambda k: (
