@@ -30,7 +30,6 @@ from tpsbench.targets.base import Target, error_codes, error_message
 from tpsbench.targets.mssql import MssqlTarget
 from tpsbench.targets.mysql import MysqlTarget, insert_statements
 from tpsbench.targets.odbc import OdbcTarget, parse_connection_string
-from tpsbench.targets.postgresql import PostgresTarget
 
 SERVER_KINDS = ["postgresql", "postgresql+pyodbc", "mysql+pymysql", "mysql+mysqldb", "mysql+pyodbc"]
 ODBC_DRIVERS = {"mysql": "MariaDB Unicode", "postgresql": "PostgreSQL Unicode"}
@@ -313,10 +312,6 @@ def lock_table(target: Target) -> tuple[Any, Any]:
 
 def assert_not_disconnect(target: Target, exc: BaseException) -> None:
     """A lock conflict must not read as a lost connection (callers would reconnect)."""
-    if target.is_disconnect(exc) and isinstance(target, PostgresTarget):
-        # postgresql.py calls every psycopg OperationalError a disconnect, and psycopg's
-        # DeadlockDetected and LockNotAvailable are OperationalErrors: for its owner to fix.
-        pytest.xfail("PostgresTarget.is_disconnect is true for lock errors")
     assert not target.is_disconnect(exc), exc
 
 

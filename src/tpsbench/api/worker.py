@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from tpsbench.api.metrics import IntervalRecorder, IntervalReport
+from tpsbench.api.metrics import IntervalRecorder
 from tpsbench.api.session import RunContext, RunnableWorkload, Session
 from tpsbench.errors import first_line
 from tpsbench.targets import open_target

@@ -71,13 +71,16 @@ class PostgresTarget(Target):
                 cur.execute(f"VACUUM (ANALYZE) {table}") if conn.autocommit else cur.execute(f"ANALYZE {table}")
         conn.commit()
 
-    def is_retryable(self, exc: BaseException) -> bool:
-        return getattr(exc, "sqlstate", None) in RETRYABLE_SQLSTATES
+    retryable_sqlstates = RETRYABLE_SQLSTATES
 
     def is_disconnect(self, exc: BaseException) -> bool:
-        if getattr(exc, "sqlstate", None) in DISCONNECT_SQLSTATES:
-            return True
-        return isinstance(exc, psycopg.OperationalError)
+        """A terminated backend, a connection-class SQLSTATE (08xxx), or a client-side
+        failure with no SQLSTATE at all (the socket closed under psycopg). Lock and
+        deadlock errors are OperationalErrors too, but carry their own SQLSTATE."""
+        state = getattr(exc, "sqlstate", None)
+        if state is not None:
+            return state in DISCONNECT_SQLSTATES or state.startswith("08")
+        return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
 
     def server_info(self) -> dict[str, str]:
         with self.translate_errors("reading server settings"), psycopg.connect(**self._connect_params()) as conn:
