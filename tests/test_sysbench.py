@@ -29,7 +29,13 @@ from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
 from tpsbench.workloads.sysbench import SysbenchWorkload, prepare
 from tpsbench.workloads.sysbench.common import TEMPLATES, sql_set
-from tpsbench.workloads.sysbench.modes import MODES, RUN_OPTIONS, mode_plan, parse_options, statement_mix
+from tpsbench.workloads.sysbench.modes import (
+    MODES,
+    RUN_OPTIONS,
+    mode_plan,
+    parse_options,
+    statement_mix,
+)
 from tpsbench.workloads.sysbench.rand import RandParams, SbRand, draw_many
 from tpsbench.workloads.sysbench.session import SysbenchSession
 
@@ -370,7 +376,7 @@ def test_postgresql_counters_match_every_mode(sb_pg: str) -> None:
         conn = open_target(url).connect()
         conn.execute("SET plan_cache_mode = force_generic_plan")  # no planner probes of the index
         conn.commit()
-        wl, session = open_session(url, mode, extra, conn, ready)
+        _, session = open_session(url, mode, extra, conn, ready)
         inputs = run_transactions(session, 20)
         conn.close()
         sent = expected_statements(inputs)
@@ -401,13 +407,13 @@ def test_mariadb_session_status_matches_every_mode(sb_mysql: str) -> None:
 
     def status(conn: Any) -> dict[str, int]:
         cur = conn.cursor()
-        cur.execute("SHOW SESSION STATUS WHERE Variable_name IN (%s)" % ", ".join(f"'{n}'" for n in names))
+        cur.execute("SHOW SESSION STATUS WHERE Variable_name IN ({})".format(", ".join(f"'{n}'" for n in names)))
         values = {str(name): int(value) for name, value in cur.fetchall()}
         cur.close()
         return values
 
     for mode, extra in VARIANTS:
-        wl, session = open_session(url, mode, extra)
+        _, session = open_session(url, mode, extra)
         before = status(session.conn)
         inputs = run_transactions(session, 20)
         after = status(session.conn)
@@ -424,7 +430,7 @@ def test_mariadb_session_status_matches_every_mode(sb_mysql: str) -> None:
 # -- tables sysbench prepared, and sysbench's own counts -------------------------------------------
 def sysbench_summary(args: list[str]) -> dict[str, int]:
     out = subprocess.run([need_sysbench(), *args], check=True, capture_output=True, text=True).stdout
-    found = dict(re.findall(r"^\s+(read|write|other):\s+(\d+)", out, re.M))
+    found = dict(re.findall(r"^\s+(read|write|other):\s+(\d+)", out, re.MULTILINE))
     return {k: int(v) for k, v in found.items()}
 
 
@@ -480,3 +486,21 @@ def test_engine_runs_oltp_insert_and_the_rows_match_the_commits(sb_pg: str) -> N
     commits = {name: txn.commits for name, txn in total.txns.items()}
     assert commits["oltp_insert"] > 0 and sum(t.errors for t in total.txns.values()) == 0
     assert after["rows"] - before["rows"] == wl.expected_evidence(commits)["rows"]
+
+
+@pytest.mark.postgresql
+def test_postgresql_disconnect_is_recognised_and_rebind_recovers(sb_pg: str) -> None:
+    url = pg_url(sb_pg)
+    prepare(url, 1, 200, seed=2)
+    _, session = open_session(url, "oltp_point_select")
+    run_transactions(session, 3)
+    (pid,) = session.conn.execute("SELECT pg_backend_pid()").fetchone()
+    with psycopg.connect(host=PG_HOST, user="postgres", dbname="postgres", autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    time.sleep(0.2)
+    with pytest.raises(Exception) as info:
+        run_transactions(session, 1)
+    assert session.target.is_disconnect(info.value)
+    session.rebind(session.target.connect())
+    run_transactions(session, 3)
+    assert session.counts["read"] == 6

@@ -28,11 +28,27 @@ from tpsbench.api.session import RunContext, RunnableWorkload, Session
 from tpsbench.api.workload import Check, LoadParams, LoadTask, Workload
 from tpsbench.errors import TpsbenchError
 from tpsbench.targets.base import Target
-from tpsbench.workloads.sysbench.checks import SBTEST, checks_for, detect_sysbench_tables
+from tpsbench.workloads.sysbench.checks import (
+    SBTEST,
+    checks_for,
+    detect_sysbench_tables,
+)
 from tpsbench.workloads.sysbench.common import table_ddl, table_names
-from tpsbench.workloads.sysbench.modes import (BUILD_OPTIONS, DEFAULT_TABLE_SIZE, MODES, RUN_OPTIONS,
-                                               SysbenchOptions, parse_options, statement_mix)
-from tpsbench.workloads.sysbench.rand import RAND_TYPES, RandParams, digit_groups_many, draw_many
+from tpsbench.workloads.sysbench.modes import (
+    BUILD_OPTIONS,
+    DEFAULT_TABLE_SIZE,
+    MODES,
+    RUN_OPTIONS,
+    SysbenchOptions,
+    parse_options,
+    statement_mix,
+)
+from tpsbench.workloads.sysbench.rand import (
+    RAND_TYPES,
+    RandParams,
+    digit_groups_many,
+    draw_many,
+)
 from tpsbench.workloads.sysbench.session import SysbenchSession
 
 #: rows per generated batch: a few MB of text, one commit each

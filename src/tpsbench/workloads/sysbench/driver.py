@@ -77,7 +77,7 @@ class StatementRunner:
     def close(self) -> None:
         try:
             self.cur.close()
-        except Exception:  # noqa: BLE001 - a dead connection's cursor may fail to close
+        except Exception:  # noqa: BLE001, S110 - a dead connection's cursor may fail to close
             pass
 
 
@@ -85,14 +85,16 @@ class PsycopgRunner(StatementRunner):
     """libpq prepared statements on a psycopg 3 connection (see the module docstring)."""
 
     def __init__(self, conn: Any) -> None:
-        from psycopg import errors, pq
+        from psycopg import OperationalError, errors, pq
 
         self.conn = conn
         self.pgconn = conn.pgconn
         self.names: dict[str, bytes] = {}
         self.tuples_ok = pq.ExecStatus.TUPLES_OK
         self.command_ok = pq.ExecStatus.COMMAND_OK
+        self.conn_ok = pq.ConnStatus.OK
         self.error_from_result = errors.error_from_result
+        self.operational_error = OperationalError
         self.encoding = "utf-8"
 
     def _prepare(self, sql: str) -> bytes:
@@ -112,6 +114,9 @@ class PsycopgRunner(StatementRunner):
             rows = res.command_tuples
             res.clear()
             return WRITE if rows else OTHER
+        if self.pgconn.status != self.conn_ok:  # the server went away: what the engine reconnects on
+            message = (res.error_message or b"connection lost").decode(errors="replace").strip()
+            raise self.operational_error(message or "connection lost")
         raise self.error_from_result(res, encoding=self.encoding)
 
     def run(self, sql: str, params: Sequence[int | str]) -> int:

@@ -175,7 +175,7 @@ def _hat(x: float, e: float) -> float:
 class _ZipfConstants:
     """The per-exponent constants of the sampler, computed once per stream."""
 
-    __slots__ = ("e", "s", "h_x1")
+    __slots__ = ("e", "h_x1", "s")
 
     def __init__(self, e: float) -> None:
         self.e = e

@@ -23,7 +23,12 @@ from tpsbench.api.session import RunContext, Session
 from tpsbench.targets.base import Target, error_codes
 from tpsbench.workloads.sysbench import driver
 from tpsbench.workloads.sysbench.common import SqlSet, sql_set
-from tpsbench.workloads.sysbench.modes import DEFAULT_TABLE_SIZE, SysbenchOptions, mode_plan, parse_options
+from tpsbench.workloads.sysbench.modes import (
+    DEFAULT_TABLE_SIZE,
+    SysbenchOptions,
+    mode_plan,
+    parse_options,
+)
 from tpsbench.workloads.sysbench.rand import SbRand
 
 #: unique key violations: sysbench's pgsql driver ignores 23505 and restarts the event
@@ -165,7 +170,7 @@ class SysbenchSession(Session):
             return
         try:
             self.runner.run_plain(self.sql.rollback)
-        except Exception:  # noqa: BLE001 - the connection may be gone; the engine reconnects
+        except Exception:  # noqa: BLE001, S110 - the connection may be gone; the engine reconnects
             pass
 
     def _is_duplicate(self, exc: BaseException) -> bool:
