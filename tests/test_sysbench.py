@@ -25,10 +25,11 @@ import sqlalchemy as sa
 from tpsbench.api.session import RunContext
 from tpsbench.api.workload import LoadParams, LoadTask
 from tpsbench.errors import TpsbenchError
+from tpsbench.resources import schema_file, split_ddl
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
 from tpsbench.workloads.sysbench import SysbenchWorkload, prepare
-from tpsbench.workloads.sysbench.common import TEMPLATES, sql_set
+from tpsbench.workloads.sysbench.common import TEMPLATES, sql_set, table_ddl
 from tpsbench.workloads.sysbench.modes import (
     MODES,
     RUN_OPTIONS,
@@ -185,6 +186,18 @@ def test_statements_are_oltp_common_lua_statements() -> None:
     sql = sql_set("postgresql", "%s", 3)
     assert sql.by_group["point_selects"][3] == "SELECT c FROM sbtest3 WHERE id=%s"
     assert sql_set("sqlite", "?", 1).random_ranges.count("k BETWEEN ? AND ?") == 10
+
+
+@pytest.mark.parametrize("dialect", ["postgresql", "mysql", "sqlite", "mssql"])
+def test_ddl_template_expands_to_sysbench_tables(dialect: str) -> None:
+    sqlglot = pytest.importorskip("sqlglot")
+    tables, indexes = split_ddl(schema_file("sysbench", dialect).read_text())
+    read = {"postgresql": "postgres", "mssql": "tsql"}.get(dialect, dialect)
+    created = [sqlglot.parse_one(s, read=read) for s in table_ddl(tables, 2)]
+    assert [c.this.this.name for c in created] == ["sbtest1", "sbtest2"]
+    columns = [d.name for d in created[0].this.expressions if isinstance(d, sqlglot.exp.ColumnDef)]
+    assert columns == ["id", "k", "c", "pad"]
+    assert table_ddl(indexes, 2)[: len(indexes)][0] == "CREATE INDEX k_1 ON sbtest1(k)"
 
 
 # -- distributions ---------------------------------------------------------------------------------
@@ -434,6 +447,30 @@ def sysbench_summary(args: list[str]) -> dict[str, int]:
     return {k: int(v) for k, v in found.items()}
 
 
+def table_shape(url: str, table: str) -> dict[str, Any]:
+    """Columns (name, type, nullability, default), primary key and indexed columns, as reflected."""
+    inspector = sa.inspect(open_target(url).engine)
+    columns = [(c["name"], str(c["type"]), c["nullable"], str(c.get("default")).replace(table, "T"))
+               for c in inspector.get_columns(table)]
+    return {"columns": columns, "pk": inspector.get_pk_constraint(table)["constrained_columns"],
+            "indexes": sorted(tuple(i["column_names"]) for i in inspector.get_indexes(table))}
+
+
+def our_table_shape(url: str) -> dict[str, Any]:
+    """Our DDL template created as sbtest999999 (indexes included) next to sysbench's tables."""
+    target = open_target(url)
+    tables, indexes = split_ddl(schema_file("sysbench", target.dialect).read_text())
+    with target.engine.begin() as conn:
+        for statement in table_ddl(tables + indexes[:1], 1):
+            conn.exec_driver_sql(statement.replace("sbtest1", "sbtest999999").replace("k_1", "k_999999"))
+    try:
+        shape = table_shape(url, "sbtest999999")
+    finally:
+        with target.engine.begin() as conn:
+            conn.exec_driver_sql("DROP TABLE sbtest999999")
+    return shape
+
+
 def sysbench_prepared_runs_like_sysbench(url: str, connection: list[str]) -> None:
     base = [f"--tables={TABLES}", f"--table-size={SIZE}", *connection]
     subprocess.run([need_sysbench(), "oltp_read_write", *base, "prepare"], check=True, capture_output=True)
@@ -442,6 +479,7 @@ def sysbench_prepared_runs_like_sysbench(url: str, connection: list[str]) -> Non
     assert "prepared by sysbench" in meta["note"] and "\n" not in meta["note"]
     checks = evaluate_checks(SysbenchWorkload(), url)
     assert checks[1] == 0 and checks[2] == 0
+    assert our_table_shape(url) == table_shape(url, "sbtest1")
     events = 30
     for mode in MODES:  # oltp_delete late: it leaves holes that make later writes "other"
         theirs = sysbench_summary([mode, *base, f"--events={events}", "--time=0", "--threads=1", "run"])
