@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from tpsbench.api.workload import Option
-from tpsbench.config import parse_duration, parse_users
+from tpsbench.config import parse_duration, parse_scale, parse_users
 from tpsbench.progress import make_console
 from tpsbench.workloads import workload_classes
 
@@ -42,6 +42,8 @@ def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Driver processes hosting the users (default: one per core)."),
         click.option("--seed", type=int, default=None, help="Random seed (default: drawn, and stored with the run)."),
         click.option("--notes", default="", help="Free text stored with the run."),
+        click.option("--build-if-missing", "build_scale", default=None, metavar="SCALE",
+                     help="Build the workload at SCALE first when the database has no build of it."),
         results_option,
     ]
     for decorator in reversed(decorators):
@@ -66,6 +68,7 @@ def _make_run_command(name: str, options: tuple[Option, ...], doc: str) -> click
             interval_s=parse_duration(values["interval"]), storage=values["storage"], workers=values["workers"],
             seed=values["seed"], options={o.name: str(values[o.name]) for o in options},
             results_url=values["results_url"], notes=values["notes"],
+            build_scale=None if values["build_scale"] is None else parse_scale(name, values["build_scale"]),
         )
         record = run(config, live=lambda line: click.echo(line, err=True))
         click.echo(render([record.store.load_run(record.run_id)]), nl=False)

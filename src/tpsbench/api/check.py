@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from tpsbench.api.meta import STATE_COMPLETE, read_meta
-from tpsbench.errors import TpsbenchError
+from tpsbench.api.meta import require_complete
 from tpsbench.targets import open_target
 from tpsbench.targets.base import Target
 from tpsbench.workloads import get_workload
@@ -34,18 +33,7 @@ def check(workload: str, url: str | Target | None = None) -> list[CheckResult]:
     """
     wl = get_workload(workload)
     target = url if isinstance(url, Target) else open_target(url)
-    meta = read_meta(target, wl.name)
-    if not meta:
-        raise TpsbenchError(f"no {wl.name} database at {target.describe()}: build one with `tpsbench build {wl.name}`")
-    if meta.get("state") != STATE_COMPLETE:
-        raise TpsbenchError(
-            f"the {wl.name} build at {target.describe()} is incomplete (interrupted?): "
-            f"rebuild with `tpsbench build {wl.name} --drop-existing`",
-            exit_code=1,
-        )
-    missing = sorted(set(wl.tables) - target.table_names())
-    if missing:
-        raise TpsbenchError(f"the {wl.name} database at {target.describe()} lacks tables: {', '.join(missing)}", 1)
+    meta = require_complete(target, wl.name, wl.tables)
     runs = int(meta.get("runs", "0"))
     results = []
     with target.translate_errors("checking"), target.engine.connect() as conn:

@@ -248,7 +248,7 @@ class Coordinator:
         handles = [h for h in self.workers if h is not None]
         result = StepResult(number, step.users, worker_pids=[h.pid for h in handles])
         start_at = time.time() + START_LEAD_S
-        think = self.ctx.options.get("think", "on") != "off"
+        think = self.ctx.options.get("think", "off") != "off"
         sent: set[int] = set()
         for handle in handles:
             plan = StepPlan(number, list(range(handle.index, step.users, self.count)), step.users,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from tpsbench.errors import TpsbenchError
 from tpsbench.targets.base import Target
 
 META = sa.MetaData()
@@ -62,3 +63,33 @@ def note_run_started(target: Target, workload: str) -> None:
     """Count a run against the data, so that checks know the data is no longer as built."""
     runs = int(read_meta(target, workload).get("runs", "0"))
     write_meta(target, workload, {"runs": runs + 1})
+
+
+def require_complete(target: Target, workload: str, tables: tuple[str, ...]) -> dict[str, str]:
+    """The metadata of a complete build of ``workload``, or a one-line error saying what is wrong.
+
+    Checks and runs call this first: conditions on half-loaded data mean nothing, and a
+    run against missing tables or another workload's tables would only measure errors.
+    """
+    meta = read_meta(target, workload)
+    if not meta:
+        others = _built_workloads(target)
+        built = f" (it holds a {', '.join(others)} build)" if others else ""
+        raise TpsbenchError(f"no {workload} database at {target.describe()}{built}: "
+                            f"build one with `tpsbench build {workload}`")
+    if meta.get("state") != STATE_COMPLETE:
+        raise TpsbenchError(
+            f"the {workload} build at {target.describe()} is incomplete (interrupted?): "
+            f"rebuild with `tpsbench build {workload} --drop-existing`", exit_code=1)
+    missing = sorted(set(tables) - target.table_names())
+    if missing:
+        raise TpsbenchError(f"the {workload} database at {target.describe()} lacks tables: {', '.join(missing)}; "
+                            f"rebuild with `tpsbench build {workload} --drop-existing`", exit_code=1)
+    return meta
+
+
+def _built_workloads(target: Target) -> list[str]:
+    if META_TABLE.name not in target.table_names():
+        return []
+    with target.translate_errors("reading tpsbench_meta"), target.engine.connect() as conn:
+        return sorted(conn.execute(sa.select(META_TABLE.c.workload).distinct()).scalars())

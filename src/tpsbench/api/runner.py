@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tpsbench import __version__
+from tpsbench.api.build import build
 from tpsbench.api.engine import RunOutcome, RunStatus, Step, StepResult, check_connection_limit, run_steps
 from tpsbench.api.meta import note_run_started, read_meta
 from tpsbench.api.metrics import IntervalReport
@@ -48,6 +49,8 @@ class RunConfig:
     options: dict[str, str] = field(default_factory=dict)
     results_url: str | None = None
     notes: str = ""
+    #: build the workload at this scale first when the database has no build of it
+    build_scale: int | None = None
 
 
 @dataclass
@@ -69,6 +72,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print) -> RunRec
     if not isinstance(wl, RunnableWorkload):
         raise TpsbenchError(f"workload {wl.name!r} cannot be run yet")
     target = open_target(config.url)
+    if config.build_scale is not None and not read_meta(target, wl.name):
+        build(wl.name, config.build_scale, config.url, seed=config.seed or 0)
     meta = wl.verify_schema(target)
     seed = config.seed if config.seed is not None else secrets.randbelow(2**31)
     ctx = RunContext(

@@ -7,17 +7,31 @@ The module-level ``WORKLOAD`` makes the package discoverable by name ("tpcc").
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from tpsbench.api.batch import Batch
+from tpsbench.api.meta import require_complete
+from tpsbench.api.session import RunContext, RunnableWorkload, Session
 from tpsbench.api.workload import Check, LoadParams, LoadTask, Workload
-from tpsbench.workloads.tpcc import loader
+from tpsbench.targets.base import Target
+from tpsbench.workloads.tpcc import evidence, loader, mix
 from tpsbench.workloads.tpcc.checks import CHECKS
+from tpsbench.workloads.tpcc.session import RUN_OPTIONS, TpccSession
 
 
-class TpccWorkload(Workload):
+class TpccWorkload(Workload, RunnableWorkload):
+    """TPC-C-like: New-Order, Payment, Order-Status, Delivery and Stock-Level, 45/43/4/4/4.
+
+    Each user keeps a home warehouse (user number modulo warehouses) unless
+    --warehouses all. The 1% New-Order rollback counts as an expected rollback, not an
+    error; tpmC counts committed New-Orders per minute of the steady state.
+    """
+
     name = "tpcc"
     tables = ("warehouse", "district", "customer", "history", "orders", "new_order", "order_line", "item", "stock")
     scale_unit = "warehouses"
+    run_options = RUN_OPTIONS
+    transaction_names = mix.TRANSACTIONS
 
     def constants(self, seed: int) -> dict[str, int]:
         return loader.constants(seed)
@@ -35,6 +49,19 @@ class TpccWorkload(Workload):
 
     def checks(self) -> list[Check]:
         return CHECKS
+
+    # -- running ------------------------------------------------------------------------
+    def verify_schema(self, target: Target) -> dict[str, str]:
+        return require_complete(target, self.name, self.tables)
+
+    def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
+        return TpccSession(ctx, user_id, users, conn, target)
+
+    def evidence(self, conn: Any) -> dict[str, int]:
+        return evidence.evidence(conn)
+
+    def expected_evidence(self, commits: dict[str, int]) -> dict[str, int]:
+        return evidence.expected_evidence(commits)
 
 
 WORKLOAD = TpccWorkload

@@ -41,8 +41,9 @@ PREPARED_MAX = 256
 WAREHOUSE_MODES = ("home", "all")
 #: the run options a TPC-C session reads, for the workload to declare (``tpsbench run tpcc --help``)
 RUN_OPTIONS = (
-    Option("think", "on", "TPC-C keying and think times (§5.2.5); 'off' runs the users back to back.",
-           ("on", "off")),
+    Option("think", "off", "'spec': TPC-C keying and think times (clause 5.2.5, negative exponential"
+           " capped at 10x the mean); 'off': users run back to back (stress mode, as storage reviews run).",
+           ("off", "spec")),
     Option("warehouses", "home", "'home': each user keeps one warehouse; 'all': every transaction picks one"
            " at random (HammerDB's all-warehouses mode).", WAREHOUSE_MODES),
 )
@@ -73,7 +74,7 @@ class TpccSession(Session):
         if mode not in WAREHOUSE_MODES:
             raise TpsbenchError(f"TPC-C option warehouses={mode!r}: use one of {', '.join(WAREHOUSE_MODES)}")
         self.all_warehouses = mode == "all"
-        self.think = ctx.options.get("think", "on") != "off"
+        self.think = ctx.options.get("think", "off") != "off"
         self.home_w = user_id % ctx.scale + 1
         self.home_d = (user_id // ctx.scale) % DISTRICTS_PER_WAREHOUSE + 1
         load = {name.removeprefix("const_"): int(value) for name, value in ctx.constants.items()}
