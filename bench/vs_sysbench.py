@@ -3,15 +3,19 @@
 For PostgreSQL and MariaDB: sysbench prepares 10 x 100,000 rows in a ``tpsb_sb_bench``
 database, then for oltp_point_select, oltp_read_only and oltp_read_write sysbench runs 30 s
 at 8 threads and tpsbench 30 s at 8 users (through the engine, on the tables sysbench
-prepared), one after the other. Printed per pair: both TPS, the ratio tpsbench/sysbench,
-and what the clients cost (CPU seconds of the client processes per transaction, and the
-share of the machine's two cores they took), because on a 2-core machine the client's
-CPU is taken from the database and bounds the ratio.
+prepared), one after the other, ``--repeat`` times with the order alternating. Printed per
+mode: both mean TPS, the ratio tpsbench/sysbench (of the means, and of each pair), and
+what each side cost per transaction: client CPU (the client processes: sysbench, or the
+engine's coordinator and workers) and server CPU (PostgreSQL: the backends serving the
+benchmark database; MariaDB: the whole mariadbd). On a 2-core machine the client's CPU
+is taken from the database, so it bounds the ratio; "other cores" shows how much of the
+machine something else used meanwhile (other work on a shared machine, and kernel time
+no process is charged for).
 
-    python bench/vs_sysbench.py [--seconds 30] [--threads 8] [--out bench/results/vs_sysbench.txt]
+    python bench/vs_sysbench.py [--seconds 30] [--threads 8] [--repeat 2] [--out bench/results/vs_sysbench.txt]
 
 Installs Debian's sysbench with apt-get when it is missing. Drops and recreates the
-tpsb_sb_bench databases.
+tpsb_sb_bench databases. The notes below the table in the output file are kept.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,21 +96,58 @@ def recreate_database(server: str) -> None:
 SERVER_PROCESSES = {"postgresql": ("postgres",), "mariadb": ("mariadbd", "mysqld")}
 
 
-def server_cpu(server: str) -> float:
-    """CPU seconds of the server's processes so far: PostgreSQL's live processes plus what
-    the postmaster reaped of its exited backends (cutime), or mariadbd's threads."""
-    names, tick, total = SERVER_PROCESSES[server], os.sysconf("SC_CLK_TCK"), 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        comm, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
-        if comm in names:
-            total += sum(int(v) for v in rest[11:15])  # utime stime cutime cstime
-    return total / tick
+def _proc_cpu(pid: str) -> tuple[str, int] | None:
+    """(command name, utime + stime + cutime + cstime in ticks) of a process, None if gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    rest = text[text.rindex(")") + 2:].split()
+    return text[text.index("(") + 1:text.rindex(")")], sum(int(v) for v in rest[11:15])
+
+
+class ServerCpu(threading.Thread):
+    """CPU seconds the server spends on the benchmark database.
+
+    PostgreSQL: the backends whose process title names the database (``postgres: user
+    tpsb_sb_bench ...``), sampled every 0.1 s until stopped, so that other databases'
+    work on the same server (a shared machine) is not counted. MariaDB runs every
+    connection as a thread of one process: its whole CPU is counted there.
+    """
+
+    def __init__(self, server: str) -> None:
+        super().__init__(daemon=True)
+        self.server, self.latest, self.stop_event = server, {}, threading.Event()
+        self.base = self.total_ticks() if server == "mariadb" else 0
+
+    def total_ticks(self) -> int:
+        total = 0
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            found = _proc_cpu(pid)
+            if found and found[0] in SERVER_PROCESSES[self.server]:
+                total += found[1]
+        return total
+
+    def run(self) -> None:
+        if self.server == "mariadb":
+            return
+        marker = f" {DB} ".encode()
+        while not self.stop_event.wait(0.1):
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    if marker not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        continue
+                except OSError:
+                    continue
+                found = _proc_cpu(pid)
+                if found and found[0] == "postgres":
+                    self.latest[pid] = found[1]
+
+    def seconds(self) -> float:
+        self.stop_event.set()
+        self.join()
+        ticks = self.total_ticks() - self.base if self.server == "mariadb" else sum(self.latest.values())
+        return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_times() -> tuple[float, float]:
@@ -123,7 +165,8 @@ class Meter:
         self.server = server
 
     def __enter__(self) -> Meter:  # noqa: PYI034 - a plain class, never subclassed
-        self.server0 = server_cpu(self.server)
+        self.server_meter = ServerCpu(self.server)
+        self.server_meter.start()
         self.children = resource.getrusage(resource.RUSAGE_CHILDREN)
         self.own = resource.getrusage(resource.RUSAGE_SELF)
         self.cpu = cpu_times()
@@ -137,7 +180,7 @@ class Meter:
         self.client_cpu += sum(getattr(own, f) - getattr(self.own, f) for f in ("ru_utime", "ru_stime"))
         busy, total = cpu_times()
         self.busy = (busy - self.cpu[0]) / max(total - self.cpu[1], 1)
-        self.server_cpu = server_cpu(self.server) - self.server0
+        self.server_cpu = self.server_meter.seconds()
 
 
 def run_sysbench(binary: str, server: str, conn_args: list[str], mode: str, seconds: int, threads: int) -> Measured:
@@ -170,12 +213,28 @@ def run_tpsbench(url: str, server: str, mode: str, seconds: int, users: int) -> 
     return Measured(summary.tps, meter.client_cpu * scale, meter.server_cpu * scale, float(seconds), meter.busy)
 
 
+def pair_line(server: str, mode: str, pairs: list[tuple[Measured, Measured]]) -> str:
+    """Means over the pairs: TPS, the ratio of the means and each pair's, CPU per transaction."""
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values)
+
+    sb_tps, our_tps = mean([p[0].tps for p in pairs]), mean([p[1].tps for p in pairs])
+    each = ",".join(f"{o.tps / b.tps:.2f}" for b, o in pairs)
+    cpu = [mean([m.us_per_txn(getattr(m, f)) for m in side]) for f in ("client_cpu_s", "server_cpu_s")
+           for side in ([p[0] for p in pairs], [p[1] for p in pairs])]
+    other = [mean([p[i].other_cores for p in pairs]) for i in (0, 1)]
+    return (f"{server:10} {mode:18} {sb_tps:9,.0f} {our_tps:9,.0f} {our_tps / sb_tps:5.2f} ({each:<10}) "
+            f"{cpu[0]:>6,.0f} | {cpu[1]:<6,.0f}  {cpu[2]:>6,.0f} | {cpu[3]:<6,.0f}  {other[0]:>4.2f} | {other[1]:<4.2f}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=int, default=30)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--servers", default="postgresql,mariadb")
     parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--repeat", type=int, default=2,
+                        help="pairs per mode, the order alternating (sysbench first, then tpsbench first)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "vs_sysbench.txt")
     args = parser.parse_args(argv)
     binary = ensure_sysbench()
@@ -185,8 +244,8 @@ def main(argv: list[str] | None = None) -> None:
          f"{args.seconds} s each; {version}; {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}"),
         "# CPU columns are per transaction (us) as sysbench | tpsbench; 'other' = cores busy with",
         "# neither client nor server (other work on the machine) during the run",
-        (f"{'server':10} {'mode':18} {'sysbench':>9} {'tpsbench':>9} {'ratio':>5}  {'client us/txn':>15}  "
-         f"{'server us/txn':>15}  {'other cores':>11}"),
+        (f"{'server':10} {'mode':18} {'sysbench':>9} {'tpsbench':>9} {'ratio':>5} {'(each pair)':<12} "
+         f"{'client us/txn':>15}  {'server us/txn':>15}  {'other cores':>11}"),
     ]
     print("\n".join(lines), flush=True)
     for server in args.servers.split(","):
@@ -195,12 +254,16 @@ def main(argv: list[str] | None = None) -> None:
         subprocess.run([binary, "oltp_read_write", *conn_args, f"--tables={TABLES}", f"--table-size={TABLE_SIZE}",
                         "--threads=2", "prepare"], check=True, capture_output=True)
         for mode in args.modes.split(","):
-            sb = run_sysbench(binary, server, conn_args, mode, args.seconds, args.threads)
-            ours = run_tpsbench(url, server, mode, args.seconds, args.threads)
-            line = (f"{server:10} {mode:18} {sb.tps:9,.0f} {ours.tps:9,.0f} {ours.tps / sb.tps:5.2f}  "
-                    f"{sb.us_per_txn(sb.client_cpu_s):>6,.0f} | {ours.us_per_txn(ours.client_cpu_s):<6,.0f}  "
-                    f"{sb.us_per_txn(sb.server_cpu_s):>6,.0f} | {ours.us_per_txn(ours.server_cpu_s):<6,.0f}  "
-                    f"{sb.other_cores:>4.2f} | {ours.other_cores:<4.2f}")
+            pairs = []
+            for rep in range(args.repeat):
+                if rep % 2:
+                    ours = run_tpsbench(url, server, mode, args.seconds, args.threads)
+                    sb = run_sysbench(binary, server, conn_args, mode, args.seconds, args.threads)
+                else:
+                    sb = run_sysbench(binary, server, conn_args, mode, args.seconds, args.threads)
+                    ours = run_tpsbench(url, server, mode, args.seconds, args.threads)
+                pairs.append((sb, ours))
+            line = pair_line(server, mode, pairs)
             lines.append(line)
             print(line, flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
