@@ -504,6 +504,28 @@ def test_mariadb_tables_prepared_by_sysbench(sb_mysql: str) -> None:
                                                                f"--mysql-db={sb_mysql}"])
 
 
+@pytest.mark.parametrize("backend", [pytest.param("postgresql", marks=pytest.mark.postgresql),
+                                     pytest.param("mysql", marks=pytest.mark.mysql)])
+def test_odbc_runs_the_same_statements(backend: str, request: pytest.FixtureRequest) -> None:
+    """Through pyodbc (the generic DB-API runner): same statements, same counts."""
+    import pyodbc
+
+    wanted = {"postgresql": "PostgreSQL", "mysql": "MariaDB"}[backend]
+    if not any(wanted in name for name in pyodbc.drivers()):
+        unavailable(f"an ODBC driver for {wanted}", pyodbc.drivers())
+    db = request.getfixturevalue("sb_pg" if backend == "postgresql" else "sb_mysql")
+    host = PG_HOST if backend == "postgresql" else MYSQL_HOST
+    user = "postgres" if backend == "postgresql" else "root"
+    url = f"{backend}+pyodbc://{user}@{host}/{db}"
+    prepare(url, 1, 300, seed=2)
+    for mode in ("oltp_read_write", "oltp_insert", "select_random_ranges"):
+        wl, session = open_session(url, mode)
+        assert type(session.runner).__name__ == "StatementRunner"
+        run_transactions(session, 10)
+        assert session.counts == {k: 10 * v for k, v in wl.statement_mix().items()}, (backend, mode)
+        session.conn.close()
+
+
 # -- through the engine ------------------------------------------------------------------------------
 @pytest.mark.postgresql
 def test_engine_runs_oltp_insert_and_the_rows_match_the_commits(sb_pg: str) -> None:
