@@ -11,6 +11,7 @@ CI starts the servers and a silent skip there would hide a broken setup.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import uuid
@@ -62,9 +63,13 @@ def _pg_admin() -> psycopg.Connection:
         unavailable(f"PostgreSQL at {url.host}:{url.port or 5432}", exc)
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """``postgresql+psycopg://.../tpsb_tgt_<hex>``: a fresh PostgreSQL database, dropped after."""
+@contextlib.contextmanager
+def scratch_pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database ``tpsb_tgt_<hex>`` as a URL string, dropped on exit.
+
+    A context manager as well as the ``pg_url`` fixture, for module-scoped fixtures that
+    build once and share the database between tests.
+    """
     name = scratch_name()
     with _pg_admin() as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
@@ -73,6 +78,13 @@ def pg_url() -> Iterator[str]:
     finally:
         with _pg_admin() as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """``postgresql+psycopg://.../tpsb_tgt_<hex>``: a fresh PostgreSQL database, dropped after."""
+    with scratch_pg_database() as url:
+        yield url
 
 
 def _mysql_admin() -> pymysql.Connection:
@@ -84,9 +96,9 @@ def _mysql_admin() -> pymysql.Connection:
         unavailable(f"MySQL/MariaDB at {url.host}:{url.port or 3306}", exc)
 
 
-@pytest.fixture
-def mysql_url() -> Iterator[str]:
-    """``mysql+<driver>://.../tpsb_tgt_<hex>``: a fresh MySQL/MariaDB database, dropped after.
+@contextlib.contextmanager
+def scratch_mysql_database() -> Iterator[str]:
+    """A fresh MySQL/MariaDB database ``tpsb_tgt_<hex>`` as a URL string, dropped on exit.
 
     The driver is mysqlclient where installed, else PyMySQL: the URL opens as it is in
     SQLAlchemy and in tpsbench. Connections a test left open on the database are
@@ -115,6 +127,13 @@ def mysql_url() -> Iterator[str]:
             cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
         finally:
             admin.close()
+
+
+@pytest.fixture
+def mysql_url() -> Iterator[str]:
+    """``mysql+<driver>://.../tpsb_tgt_<hex>``: a fresh MySQL/MariaDB database, dropped after."""
+    with scratch_mysql_database() as url:
+        yield url
 
 
 @pytest.fixture

@@ -12,17 +12,15 @@ import contextlib
 import math
 import os
 import threading
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import psycopg
-import pymysql
 import pyodbc
 import pytest
+from conftest import scratch_mysql_database, scratch_pg_database
 from sqlalchemy.engine import make_url
 
 from tpsbench.api.build import build
@@ -42,8 +40,6 @@ from tpsbench.workloads.tpcc.sql import DIALECTS, statements
 SCALE = 2
 SEED = 7
 LOAD_TIME = "2026-01-02 03:04:05"
-PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
-MYSQL_SERVER = "mysql://root@127.0.0.1:3306"
 
 
 # -- fixtures ----------------------------------------------------------------------------
@@ -55,38 +51,9 @@ def _unavailable(what: str, why: object) -> None:
 
 
 def _server_database(backend: str) -> Iterator[str]:
-    """A scratch database ``tpsb_txn_<hex>`` on the server, dropped afterwards."""
-    name = "tpsb_txn_" + uuid.uuid4().hex[:10]
-    if backend == "postgresql":
-        try:
-            admin = psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres", autocommit=True,
-                                    connect_timeout=5)
-        except psycopg.OperationalError as exc:
-            _unavailable("PostgreSQL", exc)
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield f"{PG_SERVER}/{name}"
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            admin.close()
-        return
-    try:
-        admin = pymysql.connect(host="127.0.0.1", user="root", password="", autocommit=True, connect_timeout=5)
-    except pymysql.err.OperationalError as exc:
-        _unavailable("MariaDB", exc)
-    admin.cursor().execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
-    try:
-        yield f"{MYSQL_SERVER}/{name}"
-    finally:
-        cur = admin.cursor()
-        cur.execute("SELECT id FROM information_schema.PROCESSLIST WHERE db = %s AND id <> CONNECTION_ID()", (name,))
-        for (thread,) in cur.fetchall():
-            try:
-                cur.execute(f"KILL {int(thread)}")
-            except pymysql.err.OperationalError:
-                pass
-        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-        admin.close()
+    """A scratch database on the server (see conftest), dropped afterwards."""
+    with (scratch_pg_database if backend == "postgresql" else scratch_mysql_database)() as url:
+        yield url
 
 
 @dataclass
