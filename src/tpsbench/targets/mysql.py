@@ -172,6 +172,85 @@ class MysqlTarget(MysqlFamily):
         # PyMySQL raises InterfaceError(0, "") on a connection it has already closed.
         return super().is_disconnect(exc) or isinstance(exc, self.dbapi.InterfaceError)
 
+    def fast_cursor(self, conn: Any) -> MysqlclientCursor | None:
+        """A cursor for a virtual user's hot path on mysqlclient's C connection; None on PyMySQL."""
+        return MysqlclientCursor(conn) if self.driver == "mysqldb" else None
+
+
+class MysqlclientCursor:
+    """The part of a DB-API cursor a virtual user needs, on mysqlclient's C connection.
+
+    What mysqlclient's own cursor sends, one layer down: the statement with its values
+    rendered as literals (``%s`` markers, text protocol), ``query`` + ``store_result``,
+    rows converted by the connection's converters (the same Python types as the
+    cursor's), ``rowcount`` from affected_rows and ``lastrowid`` from insert_id (which
+    carries LAST_INSERT_ID(expr)). The cursor's Python layers cost several times the
+    client CPU of this (shared/reference/driver-costs.md); most of all its
+    ``connection.literal``, about 1 us a value, against a fifth of that here for the
+    ints, strings and Decimals of the benchmarks (anything else still goes through
+    ``literal``). Errors are mysqlclient's own exceptions.
+    """
+
+    description = None
+
+    def __init__(self, conn: Any) -> None:
+        from decimal import Decimal
+
+        self.conn = conn
+        self.templates: dict[str, bytes] = {}
+        string = conn.string_literal
+        self.literal: dict[type, Any] = {
+            int: lambda v: b"%d" % v,
+            str: lambda v: string(v.encode("utf8")),
+            Decimal: lambda v: str(v).encode(),
+            type(None): lambda v: b"NULL",
+        }
+        self.other = conn.literal
+        self.rows: tuple = ()
+        self.pos = 0
+        self.rowcount = -1
+        self.lastrowid: int | None = None
+
+    def execute(self, sql: str, params: Any = ()) -> MysqlclientCursor:
+        template = self.templates.get(sql)
+        if template is None:
+            template = self.templates[sql] = sql.encode("utf8")
+        conn = self.conn
+        if params:
+            lit, other = self.literal, self.other
+            conn.query(template % tuple([b"%d" % v if type(v) is int else (lit.get(type(v)) or other)(v)
+                                         for v in params]))
+        else:
+            conn.query(template)
+        result = conn.store_result()
+        self.rowcount = conn.affected_rows()
+        self.lastrowid = conn.insert_id()
+        self.rows = result.fetch_row(0) if result is not None else ()
+        self.pos = 0
+        return self
+
+    def fetchone(self) -> tuple | None:
+        pos = self.pos
+        if pos < len(self.rows):
+            self.pos = pos + 1
+            return self.rows[pos]
+        return None
+
+    def fetchall(self) -> tuple:
+        rows = self.rows[self.pos:] if self.pos else self.rows
+        self.pos = len(self.rows)
+        return rows
+
+    def commit(self) -> None:
+        self.conn.commit()
+
+    def rollback(self) -> None:
+        self.conn.rollback()
+
+    def close(self) -> None:
+        self.templates.clear()
+        self.rows = ()
+
 
 def choose_driver(url: URL) -> str:
     """The DB-API driver for ``url``: the one it names, else mysqlclient if importable."""

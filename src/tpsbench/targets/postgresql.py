@@ -7,10 +7,14 @@ server error, rather than by message text.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import select
+import weakref
 from typing import Any
 
 import psycopg
-from psycopg import sql
+from psycopg import pq, sql
 
 from tpsbench.api.batch import Batch
 from tpsbench.targets.base import Target
@@ -100,6 +104,172 @@ class PostgresTarget(Target):
 
     def connection_limit_hint(self) -> str:
         return "raise it with ALTER SYSTEM SET max_connections = N and restart PostgreSQL"
+
+    def fast_cursor(self, conn: Any) -> LibpqCursor:
+        """A cursor for a virtual user's hot path: libpq prepared statements (see LibpqCursor)."""
+        return LibpqCursor(conn)
+
+
+#: LibpqCursor's statements by connection: {SQL text: prepared statement name}
+_PREPARED: weakref.WeakKeyDictionary[Any, dict[str, bytes]] = weakref.WeakKeyDictionary()
+#: prepared statement names, unique in the process, so that none is ever prepared twice
+_STATEMENT_NUMBERS = itertools.count(1)
+
+
+class LibpqCursor:
+    """The part of a DB-API cursor a virtual user needs, on libpq's prepared statements.
+
+    ``execute(sql, params)`` prepares ``sql`` once per connection (``PQprepare``, types
+    inferred by the server) and then runs it with ``PQexecPrepared`` on the psycopg
+    connection's ``pgconn``: one round trip, like psycopg's prepared path, without the
+    layers above libpq (query conversion and its regex split of long statements, the
+    prepared-statement LRU and the generator/wait machinery), which cost 3-5x the client
+    CPU (shared/reference/driver-costs.md). Parameters go as text, rows come back as
+    text and are turned into the same Python types as psycopg's cursor gives, by
+    psycopg's own (C) loaders. Transactions are psycopg's: a BEGIN opens one before the
+    first statement when the connection is idle (as psycopg sends it), ``commit`` and
+    ``rollback`` send COMMIT and ROLLBACK.
+
+    psycopg's own statement preparation is switched off on the connection: its rollback
+    sends DEALLOCATE ALL when it has prepared anything, which would drop these
+    statements too. The statements belong to the connection: a new cursor on a kept
+    connection (the next step's session) uses them as they are. A statement the server
+    no longer knows (DISCARD ALL) is prepared again in the next transaction. Errors are psycopg's exceptions (with their SQLSTATE); a connection that
+    went away raises OperationalError without one, which the target reads as a disconnect.
+    """
+
+    lastrowid = None
+    description = None
+
+    def __init__(self, conn: Any) -> None:
+        from psycopg.adapt import Transformer
+
+        self.conn = conn
+        self.pgconn = conn.pgconn
+        conn.prepare_threshold = None
+        self.encoding = conn.info.encoding
+        self.tx = Transformer(conn)
+        #: statements prepared on this connection, shared by every cursor made on it (a
+        #: connection kept from one step to the next keeps its statements)
+        self.names: dict[str, bytes] = _PREPARED.setdefault(conn, {})
+        self.rows: list[tuple] = []
+        self.pos = 0
+        self.rowcount = -1
+        self.idle = pq.TransactionStatus.IDLE
+        self.tuples_ok = pq.ExecStatus.TUPLES_OK
+        self.command_ok = pq.ExecStatus.COMMAND_OK
+        self.conn_ok = pq.ConnStatus.OK
+        self.pipeline_sync = pq.ExecStatus.PIPELINE_SYNC
+        #: BEGIN travels with the first statement where libpq has pipeline mode (14+)
+        self.pipeline_begin = pq.version() >= 140000
+        self.poller = select.poll()
+        self.poller.register(self.pgconn.socket, select.POLLIN)
+
+    def execute(self, sql: str, params: Any = ()) -> LibpqCursor:
+        pgconn = self.pgconn
+        name = self.names.get(sql) or self._prepare(sql)
+        values = [None if v is None else str(v).encode() for v in params] if params else None
+        if pgconn.transaction_status == self.idle and not self.conn.autocommit:
+            res = self._begin_and_exec(name, values) if self.pipeline_begin else None
+            if res is None:
+                self._command(b"BEGIN")
+                res = pgconn.exec_prepared(name, values)
+        else:
+            res = pgconn.exec_prepared(name, values)
+        status = res.status
+        if status == self.tuples_ok:
+            n = res.ntuples
+            if n:
+                self.tx.set_pgresult(res)
+                self.rows = self.tx.load_rows(0, n, tuple)
+            else:
+                self.rows = []
+            self.rowcount = n
+        elif status == self.command_ok:
+            self.rows = []
+            tuples = res.command_tuples
+            self.rowcount = -1 if tuples is None else tuples
+        else:
+            raise self._error(res)
+        self.pos = 0
+        return self
+
+    def fetchone(self) -> tuple | None:
+        pos = self.pos
+        if pos < len(self.rows):
+            self.pos = pos + 1
+            return self.rows[pos]
+        return None
+
+    def fetchall(self) -> list[tuple]:
+        rows = self.rows[self.pos:] if self.pos else self.rows
+        self.pos = len(self.rows)
+        return rows
+
+    def commit(self) -> None:
+        if self.pgconn.transaction_status != self.idle:
+            self._command(b"COMMIT")
+
+    def rollback(self) -> None:
+        if self.pgconn.transaction_status != self.idle:
+            self._command(b"ROLLBACK")
+
+    def close(self) -> None:
+        self.rows = []
+
+    def _prepare(self, sql: str) -> bytes:
+        name = b"tpsb_%d" % next(_STATEMENT_NUMBERS)
+        parts = sql.replace("%%", "\0").split("%s")
+        text = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], start=1))
+        res = self.pgconn.prepare(name, text.replace("\0", "%").encode(self.encoding))
+        if res.status != self.command_ok:
+            raise self._error(res)
+        self.names[sql] = name
+        return name
+
+    def _begin_and_exec(self, name: bytes, values: list[bytes | None] | None) -> Any:
+        """BEGIN and the transaction's first statement in one round trip (libpq pipeline
+        mode: BEGIN, the statement, Sync), as JDBC sends them; the statement's result."""
+        pgconn = self.pgconn
+        pgconn.enter_pipeline_mode()
+        results = []
+        try:
+            pgconn.send_query_params(b"BEGIN", None)
+            pgconn.send_query_prepared(name, values)
+            pgconn.pipeline_sync()
+            while True:
+                while pgconn.is_busy():
+                    self.poller.poll()  # waits without the GIL, unlike a blocking get_result
+                    pgconn.consume_input()
+                res = pgconn.get_result()
+                if res is None:
+                    continue
+                if res.status == self.pipeline_sync:
+                    break
+                results.append(res)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                pgconn.exit_pipeline_mode()
+            raise
+        pgconn.exit_pipeline_mode()
+        if results[0].status != self.command_ok:
+            raise self._error(results[0])
+        return results[1]
+
+    def _command(self, sql: bytes) -> None:
+        res = self.pgconn.exec_(sql)
+        if res.status != self.command_ok:
+            raise self._error(res)
+
+    def _error(self, res: Any) -> Exception:
+        from psycopg import OperationalError, errors
+
+        if res.error_field(pq.DiagnosticField.SQLSTATE) == b"26000":  # DISCARD ALL & co: prepare anew
+            self.names.clear()
+        if self.pgconn.status != self.conn_ok:  # the server went away: what the engine reconnects on
+            message = (res.error_message or b"connection lost").decode(errors="replace").strip()
+            return OperationalError(message or "connection lost")
+        return errors.error_from_result(res, encoding=self.encoding)
 
 
 TARGET = PostgresTarget

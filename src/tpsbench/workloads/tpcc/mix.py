@@ -117,33 +117,46 @@ class Draws:
         #: think times, apart so that the inputs drawn do not depend on whether think is on
         self.wait_rng = random.Random(int(gen.integers(1 << 62)))
         self.scale = scale
+        self._bits = self.rng.getrandbits
         self.c_id = _Pool(gen, rand.A_C_ID, 1, CUSTOMERS_PER_DISTRICT, c_run["c_id"])
         self.ol_i_id = _Pool(gen, rand.A_OL_I_ID, 1, ITEMS, c_run["ol_i_id"])
         self.c_last = _Pool(gen, rand.A_C_LAST, 0, 999, c_run["c_last"])
 
     def uniform(self, x: int, y: int) -> int:
-        """``random(x, y)``, both ends inclusive."""
-        return self.rng.randint(x, y)
+        """``random(x, y)``, both ends inclusive: the value ``rng.randint(x, y)`` draws.
+
+        This is CPython's randint (``_randbelow_with_getrandbits``: k = n.bit_length()
+        random bits, drawn again while >= n) without randrange's argument handling, which
+        is most of its cost; a New-Order draws some 35 of these.
+        """
+        n = y - x + 1
+        if n <= 0:
+            raise ValueError(f"empty range for uniform({x}, {y})")
+        k = n.bit_length()
+        r = self._bits(k)
+        while r >= n:
+            r = self._bits(k)
+        return x + r
 
     def district(self) -> int:
-        return self.rng.randint(1, DISTRICTS_PER_WAREHOUSE)
+        return self.uniform(1, DISTRICTS_PER_WAREHOUSE)
 
     def warehouse(self) -> int:
-        return self.rng.randint(1, self.scale)
+        return self.uniform(1, self.scale)
 
     def other_warehouse(self, w_id: int) -> int:
         """A warehouse other than ``w_id``, uniform; ``w_id`` itself when there is only one."""
         if self.scale == 1:
             return w_id
-        other = self.rng.randint(1, self.scale - 1)
+        other = self.uniform(1, self.scale - 1)
         return other + 1 if other >= w_id else other
 
     def customer(self) -> tuple[int | None, str | None]:
         """§2.5.1.2 / §2.6.1.2: (None, C_LAST) 60% of the time, else (C_ID, None)."""
-        if self.rng.randint(1, 100) <= 60:
+        if self.uniform(1, 100) <= 60:
             return None, LAST_NAMES[self.c_last.one()]
         return self.c_id.one(), None
 
     def money(self, low_cents: int, high_cents: int) -> Decimal:
         """An amount uniform in whole cents, as an exact Decimal with two places."""
-        return Decimal(self.rng.randint(low_cents, high_cents)).scaleb(-2)
+        return Decimal(self.uniform(low_cents, high_cents)).scaleb(-2)

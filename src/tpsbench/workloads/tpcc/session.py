@@ -12,13 +12,18 @@ The C-run constants are derived from the run seed and the build's C-load (stored
 ``tpsbench_meta`` and passed in ``RunContext.constants``), so every user of every worker
 uses the same ones and C_LAST's obeys the §2.1.6.1 gap.
 
-Statements are prepared once per connection where that is cheap: on psycopg the
-connection's ``prepare_threshold`` is set to 0, which makes psycopg prepare each
-statement on its first execution (exactly what ``execute(..., prepare=True)`` does, without
-a keyword on every call), and Python ints are sent as int8 so a statement is not
-prepared again whenever a parameter's value outgrows int2 or int4. MySQL's drivers
-and sqlite3 have no cheaper path than their plain execute (sqlite3 caches its compiled
-statements by text already).
+Statements go through the target's fast cursor where it has one (run option
+``client=fast``, the default): on PostgreSQL libpq's prepared statements, each prepared
+once per connection and kept for the connection's life, BEGIN sent together with a
+transaction's first statement; on MariaDB/MySQL with mysqlclient its C connection's
+``query``. Same statements, same transactions; about half the client CPU per
+transaction (bench/results/engine_tpcc.txt). ``client=dbapi`` uses the driver's DB-API
+cursor instead: on psycopg the connection's ``prepare_threshold`` is set to 0, which
+makes psycopg prepare each statement on its first execution, and Python ints are sent
+as int8 so a statement is not prepared again whenever a parameter's value outgrows int2
+or int4 (psycopg drops all its prepared statements at every rollback, though, so each
+expected New-Order rollback costs a round of re-preparing). PyMySQL and sqlite3 always
+use their cursor (sqlite3 caches its compiled statements by text already).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from tpsbench.workloads.tpcc.sql import statements
 PREPARED_MAX = 256
 #: values of the run options this session reads
 WAREHOUSE_MODES = ("home", "all")
+CLIENT_PATHS = ("fast", "dbapi")
 #: the run options a TPC-C session reads, for the workload to declare (``tpsbench run tpcc --help``)
 RUN_OPTIONS = (
     Option("think", "off", "'spec': TPC-C keying and think times (clause 5.2.5, negative exponential"
@@ -46,6 +52,9 @@ RUN_OPTIONS = (
            ("off", "spec")),
     Option("warehouses", "home", "'home': each user keeps one warehouse; 'all': every transaction picks one"
            " at random (HammerDB's all-warehouses mode).", WAREHOUSE_MODES),
+    Option("client", "fast", "'fast': the target's low-level statement path where it has one (libpq prepared"
+           " statements, mysqlclient's C query); 'dbapi': the driver's DB-API cursor. Same statements and"
+           " transactions either way; 'fast' costs the client less CPU.", CLIENT_PATHS),
 )
 
 _INPUTS = {
@@ -74,6 +83,10 @@ class TpccSession(Session):
         if mode not in WAREHOUSE_MODES:
             raise TpsbenchError(f"TPC-C option warehouses={mode!r}: use one of {', '.join(WAREHOUSE_MODES)}")
         self.all_warehouses = mode == "all"
+        client = ctx.options.get("client", "fast")
+        if client not in CLIENT_PATHS:
+            raise TpsbenchError(f"TPC-C option client={client!r}: use one of {', '.join(CLIENT_PATHS)}")
+        self.fast = client == "fast"
         self.think = ctx.options.get("think", "off") != "off"
         self.home_w = user_id % ctx.scale + 1
         self.home_d = (user_id // ctx.scale) % DISTRICTS_PER_WAREHOUSE + 1
@@ -103,16 +116,15 @@ class TpccSession(Session):
 
     def execute(self, name: str, inputs: object) -> bool:
         """Run ``name``; commit, or roll back and return False for New-Order's unused item."""
-        conn = self.conn
         try:
             output = _EXECUTE[name](self.cur, self.stmts, inputs)
             if output is None:
-                conn.rollback()
+                self._rollback()
                 return False
-            conn.commit()
+            self._commit()
         except BaseException:
             with contextlib.suppress(Exception):  # the connection may be gone; the first error matters
-                conn.rollback()
+                self._rollback()
             raise
         self.last_output = output
         if name == "delivery":
@@ -127,8 +139,16 @@ class TpccSession(Session):
         return think_time(name, self.draw.wait_rng, self.think)
 
     def rebind(self, conn: Any) -> None:
-        """Take ``conn`` and set it up for prepared statements (psycopg)."""
+        """Take ``conn`` and the target's fast cursor on it, else set it up for prepared
+        statements (psycopg's cursor) or take a plain cursor."""
         self.conn = conn
+        fast = getattr(self.target, "fast_cursor", None) if self.fast else None
+        cur = fast(conn) if fast is not None else None
+        if cur is not None:
+            self.cur = cur
+            self._commit, self._rollback = cur.commit, cur.rollback
+            return
+        self._commit, self._rollback = conn.commit, conn.rollback
         if type(conn).__module__.startswith("psycopg"):
             from psycopg.types.numeric import Int8Dumper
 
