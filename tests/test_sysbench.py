@@ -539,13 +539,32 @@ def test_engine_runs_oltp_insert_and_the_rows_match_the_commits(sb_pg: str) -> N
     ctx = RunContext("sysbench", url, int(meta["scale"]), 1, {"table_size": SIZE}, {"mode": "oltp_insert"})
     conn = target.connect()
     before = wl.evidence(conn)
-    outcome = engine.run_steps(ctx, wl, [engine.Step(users=3, duration_s=2.0, interval_s=1.0)], workers=1, live=None)
+    steps = [engine.Step(users=2, duration_s=1.5, interval_s=0.5), engine.Step(users=3, duration_s=1.5, interval_s=0.5)]
+    outcome = engine.run_steps(ctx, wl, steps, workers=1, live=None)
     after = wl.evidence(conn)
     conn.close()
-    total = outcome.steps[0].total()
-    commits = {name: txn.commits for name, txn in total.txns.items()}
-    assert commits["oltp_insert"] > 0 and sum(t.errors for t in total.txns.values()) == 0
+    commits: dict[str, int] = {}
+    for step in outcome.steps:  # the second step reuses the first one's connections
+        total = step.total()
+        assert not step.problems and sum(t.errors for t in total.txns.values()) == 0, step.problems
+        for name, txn in total.txns.items():
+            commits[name] = commits.get(name, 0) + txn.commits
+    assert commits["oltp_insert"] > 0
     assert after["rows"] - before["rows"] == wl.expected_evidence(commits)["rows"]
+
+
+@pytest.mark.postgresql
+def test_postgresql_connection_kept_for_the_next_session_keeps_its_statements(sb_pg: str) -> None:
+    """The engine keeps a user's connection from one step to the next and opens a new
+    session on it: the statements prepared by the first session must not be prepared twice."""
+    url = pg_url(sb_pg)
+    prepare(url, 1, 200, seed=2)
+    conn = open_target(url).connect()
+    for _ in range(2):
+        _, session = open_session(url, "oltp_read_only", conn=conn)
+        run_transactions(session, 2)
+        assert session.counts["read"] == 28
+    conn.close()
 
 
 @pytest.mark.postgresql
