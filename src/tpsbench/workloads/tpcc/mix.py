@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import random
+from array import array
 from decimal import Decimal
 
 import numpy as np
@@ -86,25 +87,39 @@ def run_constants(seed: int, load: dict[str, int]) -> dict[str, int]:
 
 
 class _Pool:
-    """NURand(A, x, y) with a fixed C, drawn ``POOL_SIZE`` values at a time."""
+    """NURand(A, x, y) with a fixed C, drawn ``POOL_SIZE`` values at a time.
+
+    The values wait in an ``array('i')`` (4 bytes each) rather than a list of Python ints
+    (36 bytes each): three pools a user, 300 users a step, that is 130 MB less.
+    """
 
     __slots__ = ("_args", "_gen", "_next", "_values")
 
     def __init__(self, gen: np.random.Generator, a: int, x: int, y: int, c: int) -> None:
+        if y >= 2**31:
+            raise ValueError(f"NURand pool values up to {y} do not fit a C int")
         self._gen, self._args = gen, (a, x, y, c)
-        self._values: list[int] = []
+        self._values = array("i")
+        self._next = 0
+
+    def _refill(self, n: int) -> None:
+        fresh = array("i", rand.nurand(self._gen, *self._args, POOL_SIZE).astype(np.int32).tobytes())
+        self._values = self._values[self._next:] + fresh
         self._next = 0
 
     def take(self, n: int) -> list[int]:
         if self._next + n > len(self._values):
-            self._values = self._values[self._next:] + rand.nurand(self._gen, *self._args, POOL_SIZE).tolist()
-            self._next = 0
+            self._refill(n)
         start = self._next
         self._next = start + n
-        return self._values[start:start + n]
+        return self._values[start:start + n].tolist()
 
     def one(self) -> int:
-        return self.take(1)[0]
+        if self._next >= len(self._values):
+            self._refill(1)
+        value = self._values[self._next]
+        self._next += 1
+        return value
 
 
 class Draws:
