@@ -58,6 +58,8 @@ class SysbenchOptions:
     random_points: int = 10
     number_of_ranges: int = 10
     delta: int = 5
+    #: "fast": the driver's low-level path (driver.py); "dbapi": plain cursor.execute
+    client: str = "fast"
     rand: RandParams = field(default_factory=RandParams)
 
 
@@ -101,6 +103,10 @@ def parse_options(options: Mapping[str, str | int | float | bool]) -> SysbenchOp
             if mode not in MODES:
                 raise TpsbenchError(f"unknown sysbench mode {text!r}; known: {', '.join(MODES)}")
             values["mode"] = mode
+        elif key == "client":
+            if text not in ("fast", "dbapi"):
+                raise TpsbenchError(f"--client must be fast or dbapi, got {text!r}")
+            values["client"] = text
         elif key in _RAND_KEYS:
             target = _RAND_KEYS[key]
             try:
@@ -123,7 +129,7 @@ def parse_options(options: Mapping[str, str | int | float | bool]) -> SysbenchOp
                 raise TpsbenchError(f"--{key.replace('_', '-')} must be >= {least}, got {number}")
             values[key] = number
         else:
-            known = sorted({"mode", *_INT_KEYS, *_BOOL_KEYS, *_RAND_KEYS})
+            known = sorted({"mode", "client", *_INT_KEYS, *_BOOL_KEYS, *_RAND_KEYS})
             raise TpsbenchError(f"unknown sysbench option {raw!r}; known: {', '.join(known)}")
     return SysbenchOptions(**values, rand=RandParams(**rand))  # type: ignore[arg-type]
 
@@ -199,6 +205,9 @@ RUN_OPTIONS = (
     Option("random_points", "10", "select_random_points: values in the IN list"),
     Option("number_of_ranges", "10", "select_random_ranges: BETWEEN ranges per SELECT"),
     Option("delta", "5", "select_random_ranges: width of each range"),
+    Option("client", "fast", "'fast': libpq prepared statements / mysqlclient's C calls, results left unread as "
+           "sysbench leaves them; 'dbapi': the driver's cursor.execute (several times the client CPU)",
+           ("fast", "dbapi")),
 )
 #: ``tpsbench build sysbench`` flags (the scale is the number of tables)
 BUILD_OPTIONS = (

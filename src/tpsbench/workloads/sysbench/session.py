@@ -42,7 +42,7 @@ class SysbenchSession(Session):
     """A user of one sysbench mode on one connection (autocommit; BEGIN/COMMIT sent as statements)."""
 
     def __init__(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target,
-                 options: SysbenchOptions | None = None, fast: bool = True) -> None:
+                 options: SysbenchOptions | None = None, fast: bool | None = None) -> None:
         super().__init__(ctx, user_id, users, conn, target)
         opts = options if options is not None else parse_options(ctx.options)
         self.opts = opts
@@ -53,7 +53,7 @@ class SysbenchSession(Session):
         self.rand = SbRand(random.Random(f"sysbench/{ctx.seed}/{opts.mode}/{user_id}"), opts.rand)
         self.sql: SqlSet = sql_set(target.dialect, target.placeholder(), self.tables,
                                    opts.random_points, opts.number_of_ranges)
-        self.fast = fast
+        self.fast = opts.client == "fast" if fast is None else fast
         # select_random_*.lua: each thread works on its own slice of k values
         self.slice_len = self.table_size / max(users, 1)
         self.slice_no = user_id % max(users, 1)
