@@ -282,7 +282,7 @@ def test_rows_are_sysbench_shaped_and_deterministic() -> None:
 # -- SQLite: build, checks, every mode ---------------------------------------------------------------
 def evaluate_checks(wl: SysbenchWorkload, url: str) -> dict[int, int]:
     target = open_target(url)
-    wl.bind(target)
+    wl.verify_schema(target)
     with target.engine.connect() as conn:
         return {c.number: conn.execute(sa.text(f"SELECT COUNT(*) FROM ({c.sql}) v")).scalar_one() for c in wl.checks()}
 

@@ -13,7 +13,7 @@ import click
 from rich.table import Table
 
 from tpsbench import __version__, cli_run
-from tpsbench.config import estimate_size, parse_scale, scale_factors
+from tpsbench.config import estimate_size, parse_options, parse_scale, scale_factors
 from tpsbench.errors import CheckFailed, TpsbenchError
 from tpsbench.progress import make_console
 from tpsbench.targets import DEFAULT_URL, ENV_VAR, open_target
@@ -39,13 +39,16 @@ def cli() -> None:
 @cli.command()
 @workload_argument
 @click.option("--scale", required=True, metavar="N|PRESET",
-              help="Size: warehouses for tpcc, or a preset name from scale_factors/ (e.g. bf3000).")
+              help="Size: warehouses for tpcc, tables for sysbench, or a preset name from scale_factors/ (e.g. bf3000).")
 @db_option
 @click.option("--workers", type=int, default=None, metavar="K",
               help="Loader processes (default: one per core). The data does not depend on it.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed: the same seed builds the same data.")
 @click.option("--drop-existing", is_flag=True, help="Replace the workload's tables if they exist.")
-def build(workload: str, scale: str, url: str | None, workers: int | None, seed: int, drop_existing: bool) -> None:
+@click.option("-o", "--option", "options", multiple=True, metavar="NAME=VALUE",
+              help="A workload build option, repeatable: e.g. -o table_size=100000 for sysbench.")
+def build(workload: str, scale: str, url: str | None, workers: int | None, seed: int, drop_existing: bool,
+          options: tuple[str, ...]) -> None:
     """Create and load WORKLOAD's database at a scale factor.
 
     Tables and primary keys first, then the data through the database's bulk path
@@ -55,7 +58,7 @@ def build(workload: str, scale: str, url: str | None, workers: int | None, seed:
     from tpsbench.api.build import build as run_build
 
     result = run_build(workload, parse_scale(workload, scale), url, workers=workers, seed=seed,
-                       drop_existing=drop_existing)
+                       drop_existing=drop_existing, options=parse_options(options))
     total = sum(result.rows.values())
     click.echo(f"built {result.workload} scale {result.scale} (seed {result.seed}): {total:,} rows "
                f"in {result.seconds:.1f} s with {result.workers} worker(s)")

@@ -61,6 +61,17 @@ def parse_users(text: str) -> list[int]:
     return loads
 
 
+def parse_options(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """``NAME=VALUE`` pairs (``-o table_size=100000``) as a dict; dashes in names become underscores."""
+    options = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise TpsbenchError(f"options look like NAME=VALUE, got {pair!r}")
+        options[name.strip().replace("-", "_")] = value.strip()
+    return options
+
+
 @dataclass(frozen=True)
 class SizeEstimate:
     scale: int

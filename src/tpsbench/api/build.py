@@ -15,7 +15,7 @@ import os
 import time
 from queue import Empty
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -52,19 +52,22 @@ def build(
     drop_existing: bool = False,
     load_time: str | None = None,
     show_progress: bool = True,
+    options: Mapping[str, str] | None = None,
 ) -> BuildResult:
     """Create and load ``workload`` at ``scale`` in the database at ``url``.
 
     Refuses to touch existing tables of the workload unless ``drop_existing``; the data
     depends only on ``seed`` (and ``load_time``, the value of every "now" column),
-    never on ``workers``.
+    never on ``workers``. ``options`` are the workload's build options (sysbench's
+    table_size ...).
     """
     wl = get_workload(workload)
+    wl.configure(options or {})
     if scale < 1:
         raise TpsbenchError(f"scale must be a whole number >= 1, got {scale}")
     target = open_target(url)
     target.ensure_database()
-    found = sorted(target.table_names() & set(wl.tables))
+    found = sorted(wl.owned_tables(target.table_names()))
     if (found or read_meta(target, wl.name)) and not drop_existing:
         listed = ", ".join(found) or "tpsbench_meta entries"
         raise TpsbenchError(
@@ -86,16 +89,16 @@ def build(
         **{f"const_{k}": v for k, v in params.constants.items()},
     })
     tables_ddl, index_ddl = split_ddl(schema_file(wl.name, target.dialect).read_text())
-    _execute_ddl(target, tables_ddl, "creating tables")
+    _execute_ddl(target, wl.expand_ddl(tables_ddl, scale), "creating tables")
 
     title = f"build {wl.name} {wl.describe_scale(scale)} on {target.describe()} with {workers} worker(s)"
     with LoadProgress(title, wl.expected_rows(scale, seed), enabled=show_progress) as progress:
         rows = _load(target, wl, wl.tasks(scale), params, workers, progress.add)
-    _execute_ddl(target, index_ddl, "building indexes")
+    _execute_ddl(target, wl.expand_ddl(index_ddl, scale), "building indexes")
     conn = target.connect()
     try:
         with target.translate_errors("refreshing statistics"):
-            target.after_load(conn, list(wl.tables))
+            target.after_load(conn, list(wl.table_names(scale)))
     finally:
         conn.close()
     seconds = time.monotonic() - started
@@ -108,7 +111,7 @@ def drop(workload: str, target: Target | str | None = None) -> list[str]:
     wl = get_workload(workload)
     target = target if isinstance(target, Target) else open_target(target)
     present = target.table_names()
-    dropped = [t for t in reversed(wl.tables) if t in present]
+    dropped = wl.owned_tables(present)
     _execute_ddl(target, [f"DROP TABLE {t}" for t in dropped], "dropping tables")
     clear_meta(target, wl.name)
     return dropped

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from tpsbench.api.meta import require_complete
 from tpsbench.targets import open_target
 from tpsbench.targets.base import Target
 from tpsbench.workloads import get_workload
@@ -33,7 +32,7 @@ def check(workload: str, url: str | Target | None = None) -> list[CheckResult]:
     """
     wl = get_workload(workload)
     target = url if isinstance(url, Target) else open_target(url)
-    meta = require_complete(target, wl.name, wl.tables)
+    meta = wl.verify_schema(target)
     runs = int(meta.get("runs", "0"))
     results = []
     with target.translate_errors("checking"), target.engine.connect() as conn:

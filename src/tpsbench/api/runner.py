@@ -84,6 +84,9 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print) -> RunRec
         constants={k[len("const_"):]: int(v) for k, v in meta.items() if k.startswith("const_")},
         options={**{o.name: o.default for o in wl.run_options}, **config.options},
     )
+    wl.configure(ctx.options)
+    if meta.get("note") and live is not None:
+        live(meta["note"])
     steps = [Step(users=u, duration_s=config.duration_s, rampup_s=config.rampup_s, interval_s=config.interval_s)
              for u in config.users]
     check_connection_limit(ctx, steps)

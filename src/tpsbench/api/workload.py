@@ -14,9 +14,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
 
 from tpsbench.api.batch import Batch
+from tpsbench.api.meta import require_complete
+from tpsbench.errors import TpsbenchError
+
+if TYPE_CHECKING:
+    from tpsbench.targets.base import Target
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,30 @@ class Workload(ABC):
     scale_unit: ClassVar[str] = "units"
     #: options of ``tpsbench run <name>`` beyond the common ones
     run_options: ClassVar[tuple[Option, ...]] = ()
+    #: options of ``tpsbench build <name>`` (``-o NAME=VALUE``) beyond the scale
+    build_options: ClassVar[tuple[Option, ...]] = ()
+
+    def configure(self, options: Mapping[str, str]) -> None:
+        """Take build or run options; the default knows none and says so in one line."""
+        unknown = sorted(set(options) - {o.name for o in (*self.build_options, *self.run_options)})
+        if unknown:
+            raise TpsbenchError(f"{self.name} has no option {', '.join(unknown)}")
+
+    def table_names(self, scale: int) -> tuple[str, ...]:
+        """The tables a build at ``scale`` creates (fixed for most workloads)."""
+        return self.tables
+
+    def owned_tables(self, present: set[str]) -> list[str]:
+        """Which of the ``present`` tables are this workload's, in drop order."""
+        return [t for t in reversed(self.tables) if t in present]
+
+    def expand_ddl(self, statements: list[str], scale: int) -> list[str]:
+        """The schema file's statements for ``scale`` (a workload with N alike tables repeats them)."""
+        return statements
+
+    def verify_schema(self, target: Target) -> dict[str, str]:
+        """The metadata of a complete build here, or a one-line error saying what is wrong."""
+        return require_complete(target, self.name, self.tables)
 
     @abstractmethod
     def constants(self, seed: int) -> dict[str, int]:

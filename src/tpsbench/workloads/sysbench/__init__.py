@@ -15,15 +15,13 @@ prepared are recognised and run as they are (:meth:`SysbenchWorkload.verify_sche
 
 from __future__ import annotations
 
-import datetime as dt
-import inspect
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from tpsbench.api.batch import Batch
-from tpsbench.api.meta import STATE_COMPLETE, read_meta
+from tpsbench.api.meta import STATE_COMPLETE, read_meta, require_complete
 from tpsbench.api.session import RunContext, RunnableWorkload, Session
 from tpsbench.api.workload import Check, LoadParams, LoadTask, Workload
 from tpsbench.errors import TpsbenchError
@@ -139,7 +137,7 @@ class SysbenchWorkload(Workload, RunnableWorkload):
                 "pad": digit_groups_many(rng, 5, rows),
             })
 
-    def expected_rows(self, scale: int) -> dict[str, int]:
+    def expected_rows(self, scale: int, seed: int) -> dict[str, int]:
         return {name: self.table_size for name in table_names(scale)}
 
     def checks(self) -> list[Check]:
@@ -163,13 +161,9 @@ class SysbenchWorkload(Workload, RunnableWorkload):
         """
         meta = read_meta(target, self.name)
         if meta:
-            if meta.get("state") != STATE_COMPLETE:
-                raise TpsbenchError(f"the sysbench build at {target.describe()} is incomplete (interrupted?): "
-                                    "rebuild with `tpsbench build sysbench --drop-existing`")
-            tables, size = int(meta["scale"]), int(meta.get("const_table_size", DEFAULT_TABLE_SIZE))
-            missing = sorted(set(table_names(tables)) - target.table_names())
-            if missing:
-                raise TpsbenchError(f"the sysbench database at {target.describe()} lacks tables: {', '.join(missing)}")
+            tables = int(meta.get("scale", "1"))
+            meta = require_complete(target, self.name, table_names(tables))
+            size = int(meta.get("const_table_size", DEFAULT_TABLE_SIZE))
             result = dict(meta, source="tpsbench")
         else:
             tables, size = detect_sysbench_tables(target)
@@ -181,10 +175,6 @@ class SysbenchWorkload(Workload, RunnableWorkload):
             raise TpsbenchError(f"--tables {self.options.tables} but {target.describe()} has {tables} sbtest tables")
         self.table_count, self.table_size, self.dialect = tables, size, target.dialect
         return result
-
-    def bind(self, target: Target) -> dict[str, str]:
-        """Take the database's layout (for checks and evidence); same as :meth:`verify_schema`."""
-        return self.verify_schema(target)
 
     def evidence(self, conn: Any) -> dict[str, int]:
         """Rows in all sbtest tables: oltp_insert adds one per commit, the others none.
@@ -217,63 +207,8 @@ WORKLOAD = SysbenchWorkload
 
 def prepare(url: str, tables: int, table_size: int, *, seed: int = 0, workers: int | None = None,
             drop_existing: bool = False, show_progress: bool = False, rand_type: str = "special") -> Any:
-    """``tpsbench build sysbench``: ``tables`` x ``table_size`` rows, like ``sysbench prepare``.
+    """``tpsbench build sysbench``: ``tables`` x ``table_size`` rows, like ``sysbench prepare``."""
+    from tpsbench.api.build import build
 
-    Goes through :func:`tpsbench.api.build.build` once it takes workload options; until then
-    it runs the same steps here, with build.py's loader (see the integration notes).
-    """
-    from tpsbench.api import build as builder
-
-    options = {"table_size": str(table_size), "rand_type": rand_type}
-    if "options" in inspect.signature(builder.build).parameters:
-        return builder.build("sysbench", tables, url, workers=workers, seed=seed, drop_existing=drop_existing,
-                             show_progress=show_progress, options=options)  # type: ignore[call-arg]
-    return _prepare_here(url, tables, options, seed, workers, drop_existing, show_progress)
-
-
-def _prepare_here(url: str, tables: int, options: dict[str, str], seed: int, workers: int | None,
-                  drop_existing: bool, show_progress: bool) -> Any:
-    """build() with the four hooks it does not call yet (configure, owned_tables, expand_ddl, table_names)."""
-    import time
-
-    from tpsbench import __version__
-    from tpsbench.api import build as builder
-    from tpsbench.api.meta import STATE_BUILDING, clear_meta, write_meta
-    from tpsbench.progress import LoadProgress
-    from tpsbench.resources import schema_file, split_ddl
-    from tpsbench.targets import open_target
-
-    if tables < 1:
-        raise TpsbenchError(f"scale must be a whole number >= 1, got {tables}")
-    wl = SysbenchWorkload()
-    wl.configure(options)
-    target = open_target(url)
-    target.ensure_database()
-    found = wl.owned_tables(target.table_names())
-    if (found or read_meta(target, wl.name)) and not drop_existing:
-        raise TpsbenchError(f"{target.describe()} already has sysbench tables ({', '.join(sorted(found)) or 'meta'}); "
-                            "add --drop-existing to replace them")
-    builder._execute_ddl(target, [f"DROP TABLE {t}" for t in found], "dropping tables")
-    clear_meta(target, wl.name)
-    count = builder._worker_count(workers, target)
-    params = LoadParams(scale=tables, seed=seed, load_time=dt.datetime.now().replace(microsecond=0).isoformat(sep=" "),
-                        constants=wl.constants(seed))
-    started = time.monotonic()
-    write_meta(target, wl.name, {"state": STATE_BUILDING, "scale": tables, "seed": seed, "load_time": params.load_time,
-                                 "tool_version": __version__, "workers": count, "runs": 0,
-                                 **{f"const_{k}": v for k, v in params.constants.items()}})
-    tables_ddl, index_ddl = split_ddl(schema_file(wl.name, target.dialect).read_text())
-    builder._execute_ddl(target, wl.expand_ddl(tables_ddl, tables), "creating tables")
-    title = f"build sysbench {wl.describe_scale(tables)} on {target.describe()} with {count} worker(s)"
-    with LoadProgress(title, wl.expected_rows(tables), enabled=show_progress) as progress:
-        rows = builder._load(target, wl, wl.tasks(tables), params, count, progress.add)
-    builder._execute_ddl(target, wl.expand_ddl(index_ddl, tables), "building indexes")
-    conn = target.connect()
-    try:
-        with target.translate_errors("refreshing statistics"):
-            target.after_load(conn, list(wl.table_names(tables)))
-    finally:
-        conn.close()
-    seconds = time.monotonic() - started
-    write_meta(target, wl.name, {"state": STATE_COMPLETE, "built_seconds": f"{seconds:.1f}"})
-    return builder.BuildResult(wl.name, tables, seed, count, seconds, rows)
+    return build("sysbench", tables, url, workers=workers, seed=seed, drop_existing=drop_existing,
+                 show_progress=show_progress, options={"table_size": str(table_size), "rand_type": rand_type})

@@ -37,7 +37,10 @@ INSERT_AUTO = {
 }
 #: dialects whose oltp_insert must bring its own id (no auto-increment column)
 CLIENT_IDS = frozenset({"mssql"})
-BEGIN = {"mssql": "BEGIN TRANSACTION"}
+#: SQLite: IMMEDIATE takes the write lock at BEGIN, so two users never both hold a read
+#: lock and then deadlock upgrading it (SQLite answers that with an instant "locked"
+#: that no busy timeout waits out); the others' plain BEGIN is what sysbench sends.
+BEGIN = {"mssql": "BEGIN TRANSACTION", "sqlite": "BEGIN IMMEDIATE"}
 COMMIT = {"mssql": "COMMIT TRANSACTION"}
 ROLLBACK = {"mssql": "ROLLBACK TRANSACTION"}
 

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from tpsbench.api.batch import Batch
-from tpsbench.api.meta import require_complete
 from tpsbench.api.session import RunContext, RunnableWorkload, Session
 from tpsbench.api.workload import Check, LoadParams, LoadTask, Workload
 from tpsbench.targets.base import Target
@@ -51,9 +50,6 @@ class TpccWorkload(Workload, RunnableWorkload):
         return CHECKS
 
     # -- running ------------------------------------------------------------------------
-    def verify_schema(self, target: Target) -> dict[str, str]:
-        return require_complete(target, self.name, self.tables)
-
     def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
         return TpccSession(ctx, user_id, users, conn, target)
 
