@@ -11,15 +11,15 @@ import re
 import shutil
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import psycopg
-import pymysql
 import pytest
+from conftest import scratch_mysql_database, scratch_pg_database
+from sqlalchemy.engine import make_url
 import sqlalchemy as sa
 
 from tpsbench.api.session import RunContext
@@ -70,47 +70,16 @@ def need_sysbench() -> str:
 # -- scratch databases named tpsb_sb_* ------------------------------------------------------------
 @pytest.fixture
 def sb_pg() -> Iterator[str]:
-    name = "tpsb_sb_" + uuid.uuid4().hex[:10]
-    try:
-        admin = psycopg.connect(host=PG_HOST, user="postgres", dbname="postgres", autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        unavailable("PostgreSQL", exc)
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield name
-    finally:
-        with psycopg.connect(host=PG_HOST, user="postgres", dbname="postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def _mysql_admin() -> pymysql.Connection:
-    try:
-        return pymysql.connect(host=MYSQL_HOST, user="root", password="", autocommit=True, connect_timeout=5)
-    except pymysql.err.OperationalError as exc:
-        unavailable("MariaDB", exc)
-        raise
+    """The name of a scratch PostgreSQL database (conftest's), for sysbench's own CLI too."""
+    with scratch_pg_database() as url:
+        yield make_url(url).database
 
 
 @pytest.fixture
 def sb_mysql() -> Iterator[str]:
-    name = "tpsb_sb_" + uuid.uuid4().hex[:10]
-    admin = _mysql_admin()
-    admin.cursor().execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
-    admin.close()
-    try:
-        yield name
-    finally:
-        admin = _mysql_admin()
-        cur = admin.cursor()
-        cur.execute("SELECT id FROM information_schema.PROCESSLIST WHERE db = %s AND id <> CONNECTION_ID()", (name,))
-        for (thread,) in cur.fetchall():
-            try:
-                cur.execute(f"KILL {int(thread)}")
-            except pymysql.err.OperationalError:
-                pass
-        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-        admin.close()
+    """The name of a scratch MariaDB database (conftest's), for sysbench's own CLI too."""
+    with scratch_mysql_database() as url:
+        yield make_url(url).database
 
 
 def pg_url(db: str) -> str:
