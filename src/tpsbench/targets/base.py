@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -214,3 +214,26 @@ def error_message(exc: BaseException) -> str:
 
 
 _ODBC_CALL = re.compile(r"\s*\(SQL\w+\)\s*$")
+
+
+class BufferedRows:
+    """The fetch side of the targets' fast cursors: rows already read, handed out in order.
+
+    The fast cursors read a whole result in one driver call (libpq, mysqlclient's
+    store_result) and keep it in ``rows``; DB-API's fetchone/fetchall then only walk it.
+    """
+
+    rows: Sequence[tuple] = ()
+    pos: int = 0
+
+    def fetchone(self) -> tuple | None:
+        pos = self.pos
+        if pos < len(self.rows):
+            self.pos = pos + 1
+            return self.rows[pos]
+        return None
+
+    def fetchall(self) -> Sequence[tuple]:
+        rows = self.rows[self.pos:] if self.pos else self.rows
+        self.pos = len(self.rows)
+        return rows

@@ -29,7 +29,7 @@ from sqlalchemy.engine import URL
 
 from tpsbench.api.batch import NULL_TEXT, Batch
 from tpsbench.errors import TpsbenchError
-from tpsbench.targets.base import Target, error_codes
+from tpsbench.targets.base import BufferedRows, Target, error_codes
 
 #: lock wait timeout, deadlock, table definition changed, record changed since last
 #: read (MariaDB snapshot isolation), too many concurrent transactions, NOWAIT lock
@@ -177,7 +177,7 @@ class MysqlTarget(MysqlFamily):
         return MysqlclientCursor(conn) if self.driver == "mysqldb" else None
 
 
-class MysqlclientCursor:
+class MysqlclientCursor(BufferedRows):
     """The part of a DB-API cursor a virtual user needs, on mysqlclient's C connection.
 
     What mysqlclient's own cursor sends, one layer down: the statement with its values
@@ -228,18 +228,6 @@ class MysqlclientCursor:
         self.rows = result.fetch_row(0) if result is not None else ()
         self.pos = 0
         return self
-
-    def fetchone(self) -> tuple | None:
-        pos = self.pos
-        if pos < len(self.rows):
-            self.pos = pos + 1
-            return self.rows[pos]
-        return None
-
-    def fetchall(self) -> tuple:
-        rows = self.rows[self.pos:] if self.pos else self.rows
-        self.pos = len(self.rows)
-        return rows
 
     def commit(self) -> None:
         self.conn.commit()

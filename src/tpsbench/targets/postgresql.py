@@ -17,7 +17,7 @@ import psycopg
 from psycopg import pq, sql
 
 from tpsbench.api.batch import Batch
-from tpsbench.targets.base import Target
+from tpsbench.targets.base import BufferedRows, Target
 
 #: serialization_failure, deadlock_detected, lock_not_available
 RETRYABLE_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
@@ -116,7 +116,7 @@ _PREPARED: weakref.WeakKeyDictionary[Any, dict[str, bytes]] = weakref.WeakKeyDic
 _STATEMENT_NUMBERS = itertools.count(1)
 
 
-class LibpqCursor:
+class LibpqCursor(BufferedRows):
     """The part of a DB-API cursor a virtual user needs, on libpq's prepared statements.
 
     ``execute(sql, params)`` prepares ``sql`` once per connection (``PQprepare``, types
@@ -193,18 +193,6 @@ class LibpqCursor:
             raise self._error(res)
         self.pos = 0
         return self
-
-    def fetchone(self) -> tuple | None:
-        pos = self.pos
-        if pos < len(self.rows):
-            self.pos = pos + 1
-            return self.rows[pos]
-        return None
-
-    def fetchall(self) -> list[tuple]:
-        rows = self.rows[self.pos:] if self.pos else self.rows
-        self.pos = len(self.rows)
-        return rows
 
     def commit(self) -> None:
         if self.pgconn.transaction_status != self.idle:
