@@ -35,6 +35,8 @@ class CounterSession(Session):
         mark = target.placeholder()
         self.bump_sql = f"UPDATE counter SET n = n + 1 WHERE id = {mark}"
         self.read_sql = f"SELECT n FROM counter WHERE id = {mark}"
+        #: one statement per transaction, counted like sysbench's sessions count theirs
+        self.statement_counts = {"read": 0, "write": 0}
         self.rebind(conn)
 
     def rebind(self, conn: Any) -> None:
@@ -55,6 +57,7 @@ class CounterSession(Session):
                 self.cur.execute(self.read_sql, inputs)
                 self.cur.fetchone()
             self.conn.commit()
+            self.statement_counts["write" if name == "bump" else "read"] += 1
             return True
         except Exception:
             try:
@@ -108,6 +111,10 @@ def evidence(url: str) -> int:
 
 def commits(outcome: RunOutcome, name: str = "bump") -> int:
     return sum(r.txns[name].commits for step in outcome.steps for r in step.intervals)
+
+
+def statements(step: StepResult, kind: str) -> int:
+    return sum(r.statements.get(kind, 0) for r in step.intervals)
 
 
 def bounded(fn: Any, seconds: float) -> Any:
@@ -165,6 +172,8 @@ def test_sqlite_commits_equal_table_change(tmp_path: Any) -> None:
     assert commits(outcome) > 0
     assert commits(outcome) == evidence(ctx.url)
     assert step.total().total("errors") == 0
+    # the sessions' statement counts reach the step, each exactly once, from both workers
+    assert (statements(step, "write"), statements(step, "read")) == (commits(outcome), commits(outcome, "read"))
 
 
 @needs_pg
@@ -195,6 +204,13 @@ def test_postgres_commits_equal_table_change_and_rampup_is_not_measured(pg_ctx: 
         ramp_commits = sum(r.total("commits") for r in step.intervals if not r.steady)
         assert ramp_commits > 0  # users were working during the ramp-up, and it was left out
         assert step.summary.tps > 0 and step.summary.latency.p95 > 0
+        # statement counts: a new session per step, counted once each, whole step and steady state
+        total = step.total()
+        assert total.statements == {"write": total.txns["bump"].commits, "read": total.txns["read"].commits}
+        steady_commits = sum(r.total("commits") for r in steady)
+        # a transaction finishing at an interval's edge may be counted an interval apart
+        assert abs(sum(step.summary.statements.values()) - steady_commits) <= 2 * step.users
+        assert step.summary.qps["total"] == pytest.approx(sum(step.summary.statements.values()) / 1.5)
 
 
 @needs_pg

@@ -157,6 +157,10 @@ def test_reports_pickle_and_merge_like_one_recorder() -> None:
                                                                     whole.txns[name].rollbacks)
     assert ra.txns["payment"].retries == 7 and ra.reconnects == 1
     assert (ra.t_start, ra.t_end) == (100.0, 110.1)
+    assert ra.statements == {}  # nobody counted statements
+    ra.statements, rb.statements = {"read": 5, "write": 1}, {"read": 2, "other": 4}
+    ra.merge(rb)
+    assert ra.statements == {"read": 7, "write": 1, "other": 4} and rb.statements == {"read": 2, "other": 4}
     with pytest.raises(ValueError):
         ra.merge(IntervalReport(step=4, interval=1, t_start=0, t_end=1, steady=True))
 
@@ -214,12 +218,26 @@ def test_step_summary_refuses_mixed_steps_and_handles_no_steady_interval() -> No
     assert (empty.step, empty.tps, empty.seconds, empty.latency.p95, empty.txns) == (3, 0.0, 0.0, 0.0, {})
 
 
+def test_step_statements_are_the_steady_intervals_and_qps_splits_them() -> None:
+    reports = [make_report(1, i, i * 10.0, i * 10.0 + 10, i > 0, {"payment": ([300], 0)}) for i in range(3)]
+    for i, report in enumerate(reports):
+        report.statements = {"read": 1000 * (i + 1), "write": 10 * (i + 1), "other": i}
+    s = StepSummary.from_reports(reports, users=2)
+    assert s.statements == {"read": 5000, "write": 50, "other": 3}  # the ramp-up's are left out
+    assert s.qps == pytest.approx({"read": 250.0, "write": 2.5, "other": 0.15, "total": 252.65})
+    assert StepSummary.from_reports(reports[:1] + [make_report(1, 1, 10.0, 20.0, True, {})], users=2).qps == {}
+
+
 def test_summary_dict_round_trip() -> None:
     reports = [make_report(1, i, i * 5.0, i * 5.0 + 5, True, {"new_order": ([1000 + i, 2000], 1),
                                                             "payment": ([300], 0)}) for i in range(3)]
+    reports[1].statements = {"read": 7, "write": 3}
     s = StepSummary.from_reports(reports, users=8)
     back = StepSummary.from_dict(pickle.loads(pickle.dumps(s.to_dict())))
-    assert back == s
+    assert back == s and back.statements == {"read": 7, "write": 3}
+    data = s.to_dict()
+    del data["statements"]  # a step stored before statements were counted
+    assert StepSummary.from_dict(data).statements == {}
     assert back.txns["new_order"].latency == s.txns["new_order"].latency
     assert back.histograms == {}
 
@@ -232,6 +250,10 @@ def test_live_line_reads_like_sysbench() -> None:
     report.reconnects = 1
     assert live_line(report, 20, 10.0) == (
         "[ 10s ] users: 20 tps: 12.8 p95: 40.0 ms errors: 0 retries: 2 reconnects: 1")
+    report.statements = {"read": 1400, "write": 400, "other": 256}
+    assert live_line(report, 20, 10.0) == (
+        "[ 10s ] users: 20 tps: 12.8 qps: 205.6 (r/w/o: 140.0/40.0/25.6) p95: 40.0 ms errors: 0 retries: 2 "
+        "reconnects: 1")
 
 
 def test_a_latency_appended_to_a_swapped_list_lands_in_the_next_interval() -> None:

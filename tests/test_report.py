@@ -121,6 +121,17 @@ def test_rich_rendering_for_terminals() -> None:
         render(DRIVES, format="html")
 
 
+def test_qps_rows_split_statements_like_sysbench_and_only_where_counted() -> None:
+    counted = summary(8, 1000.0, 0.008, name="oltp_read_write", seconds=10.0)
+    counted.statements = {"read": 140_000, "write": 40_000, "other": 20_000}
+    plain = run(2, "tpcc on NVMe", [summary(8, 50.0, 0.1)])
+    table = build_table([run(1, "NVMe", [counted], workload="sysbench"), plain])
+    sb, tpcc = (dict(zip(b.rows, b.cells)) for b in table.blocks)
+    assert (sb["QPS"], sb["QPS read"], sb["QPS write"], sb["QPS other"]) == (["20000.0"], ["14000.0"],
+                                                                             ["4000.0"], ["2000.0"])
+    assert "QPS" not in tpcc and "tpmC" in tpcc
+
+
 def test_report_of_runs_loaded_from_the_store(tmp_path: Path) -> None:
     store = ResultsStore(f"sqlite:///{tmp_path / 'r.db'}")
     names = ("new_order", "payment")
@@ -132,6 +143,7 @@ def test_report_of_runs_loaded_from_the_store(tmp_path: Path) -> None:
             for i, v in enumerate(np.random.default_rng(users).integers(1000, 5000, 600 * users).tolist()):
                 rec.record(names[i % 2], int(v * scale), True)
             report = rec.take(number, 0, 0.0, 10.0)
+            report.statements = {"read": 3000 * users, "write": 1000 * users, "other": 0}
             store.add_interval(run_id, report, users)
             store.finish_step(run_id, number, StepSummary.from_reports([report], users))
         store.finish_run(run_id, "completed")
@@ -141,5 +153,6 @@ def test_report_of_runs_loaded_from_the_store(tmp_path: Path) -> None:
     assert "| HDD | TPS | 60.0 | 600.0 |" in text
     assert "| NVMe | TPS | 60.0 | 600.0 |" in text
     assert "|  | tpmC | 1800.0 | 18000.0 |" in text
+    assert "|  | QPS | 400.0 | 4000.0 |" in text and "|  | QPS write | 100.0 | 1000.0 |" in text
     hdd, nvme = (dict(zip(b.rows, b.cells)) for b in build_table(loaded).blocks)
     assert float(hdd["p95 (ms)"][0]) == pytest.approx(8 * float(nvme["p95 (ms)"][0]), rel=0.01)

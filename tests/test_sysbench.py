@@ -269,9 +269,9 @@ def test_sqlite_build_checks_and_every_mode(tmp_path: Path) -> None:
         run_transactions(session, 20)
         mix = wl.statement_mix()
         if mode == "oltp_delete":
-            assert sum(session.counts.values()) == 20
+            assert sum(session.statement_counts.values()) == 20
         else:
-            assert session.counts == {k: 20 * v for k, v in mix.items()}, mode
+            assert session.statement_counts == {k: 20 * v for k, v in mix.items()}, mode
             after = wl.evidence(session.target.connect())
             assert after["rows"] - before["rows"] == wl.expected_evidence({mode: 20})["rows"]
         session.conn.close()
@@ -370,7 +370,7 @@ def test_postgresql_counters_match_every_mode(sb_pg: str) -> None:
         inputs = run_transactions(session, 20)
         conn.close()
         sent = expected_statements(inputs)
-        statements = sum(session.counts.values())
+        statements = sum(session.statement_counts.values())
         commits = 20 if session.plan.transactional else statements
         # the session's backend start and its SET commit too, and so does each PREPARE sent
         # outside a transaction block (autocommit modes prepare on first use)
@@ -378,14 +378,14 @@ def test_postgresql_counters_match_every_mode(sb_pg: str) -> None:
         commits += 2 + prepares
         after = counters.settled(before["commits"] + commits)
         delta = {k: after[k] - before[k] for k in after}
-        rows_deleted = sent["DELETE"] if mode != "oltp_delete" else session.counts["write"]
+        rows_deleted = sent["DELETE"] if mode != "oltp_delete" else session.statement_counts["write"]
         assert (delta["INSERT"], delta["UPDATE"], delta["DELETE"]) == (sent["INSERT"], sent["UPDATE"], rows_deleted), \
-            (mode, extra, session.counts)
+            (mode, extra, session.statement_counts)
         assert delta["scans"] == pg_index_scans(inputs), mode
         assert commits <= delta["commits"] <= commits + 3, (mode, extra, delta)  # autovacuum may add a few
         if mode != "oltp_delete":
             mix = statement_mix(parse_options({"mode": mode, **extra}))
-            assert session.counts == {k: 20 * v for k, v in mix.items()}, (mode, extra)
+            assert session.statement_counts == {k: 20 * v for k, v in mix.items()}, (mode, extra)
     counters.close()
 
 
@@ -413,7 +413,7 @@ def test_mariadb_session_status_matches_every_mode(sb_mysql: str) -> None:
         assert delta == {**sent, "BEGIN": trx, "COMMIT": trx}, (mode, extra)
         if mode != "oltp_delete":
             mix = statement_mix(parse_options({"mode": mode, **extra}))
-            assert session.counts == {k: 20 * v for k, v in mix.items()}, (mode, extra)
+            assert session.statement_counts == {k: 20 * v for k, v in mix.items()}, (mode, extra)
         session.conn.close()
 
 
@@ -464,9 +464,9 @@ def sysbench_prepared_runs_like_sysbench(url: str, connection: list[str]) -> Non
         run_transactions(session, events)
         session.conn.close()
         if mode == "oltp_delete":  # which deletes find a row depends on the ids drawn
-            assert sum(theirs.values()) == sum(session.counts.values()) == events
+            assert sum(theirs.values()) == sum(session.statement_counts.values()) == events
         else:
-            assert session.counts == theirs, mode
+            assert session.statement_counts == theirs, mode
 
 
 @pytest.mark.postgresql
@@ -499,7 +499,7 @@ def test_odbc_runs_the_same_statements(backend: str, request: pytest.FixtureRequ
         wl, session = open_session(url, mode)
         assert type(session.runner).__name__ == "StatementRunner"
         run_transactions(session, 10)
-        assert session.counts == {k: 10 * v for k, v in wl.statement_mix().items()}, (backend, mode)
+        assert session.statement_counts == {k: 10 * v for k, v in wl.statement_mix().items()}, (backend, mode)
         session.conn.close()
 
 
@@ -531,6 +531,46 @@ def test_engine_runs_oltp_insert_and_the_rows_match_the_commits(sb_pg: str) -> N
 
 
 @pytest.mark.postgresql
+def test_engine_qps_split_matches_postgresql_counters(sb_pg: str) -> None:
+    """Reads, writes and other as the engine reports them (worker -> coordinator, two workers,
+    two steps, every interval), against the server's own counters of the scratch database:
+    every read is one index scan; every write changed exactly one row and every other DML
+    statement none (ids are primary keys); a duplicate-key INSERT that ended a transaction
+    (an expected rollback) may have left a row counted by the server and not by us."""
+    engine = pytest.importorskip("tpsbench.api.engine")
+    url = pg_url(sb_pg)
+    prepare(url, TABLES, SIZE, seed=2)
+    with psycopg.connect(host=PG_HOST, user="postgres", dbname=sb_pg, autocommit=True) as conn:
+        for n in range(1, TABLES + 1):
+            conn.execute(f"VACUUM ANALYZE sbtest{n}")
+        conn.execute(f'ALTER DATABASE "{sb_pg}" SET plan_cache_mode = force_generic_plan')  # no index probes
+    counters = PgCounters(sb_pg)
+    steps = [engine.Step(users=2, duration_s=1.0, rampup_s=0.3, interval_s=0.5),
+             engine.Step(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5)]
+    for mode in ("oltp_read_only", "oltp_write_only"):
+        wl, ctx = configured(url, mode, {"rand_type": "uniform"}, seed=11)
+        before = counters.settled()
+        outcome = engine.run_steps(ctx, wl, steps, workers=2, live=None)
+        totals = [step.total() for step in outcome.steps]
+        assert all(not step.problems for step in outcome.steps) and all(t.total("errors") == 0 for t in totals)
+        got = {kind: sum(t.statements[kind] for t in totals) for kind in ("read", "write", "other")}
+        commits = sum(t.total("commits") for t in totals)
+        rollbacks = sum(t.total("rollbacks") for t in totals)
+        delta = {k: v - before[k] for k, v in counters.settled(before["commits"] + commits).items()}
+        assert commits > 0 and all(s.summary.qps["total"] > 0 for s in outcome.steps)
+        if mode == "oltp_read_only":
+            assert got == {"read": delta["scans"], "write": 0, "other": 2 * commits} == \
+                {"read": 14 * commits, "write": 0, "other": 2 * commits}
+        else:
+            changed = delta["INSERT"] + delta["UPDATE"] + delta["DELETE"]
+            assert got["write"] <= changed <= got["write"] + rollbacks, (got, delta, rollbacks)
+            if not sum(t.total("retries") for t in totals):  # a deadlocked attempt sent an unknown part
+                # BEGIN and COMMIT around 4 DML statements; BEGIN, 3 DML and ROLLBACK after a duplicate
+                assert got["write"] + got["other"] == 6 * commits + 5 * rollbacks
+    counters.close()
+
+
+@pytest.mark.postgresql
 def test_postgresql_connection_kept_for_the_next_session_keeps_its_statements(sb_pg: str) -> None:
     """The engine keeps a user's connection from one step to the next and opens a new
     session on it: the statements prepared by the first session must not be prepared twice."""
@@ -540,7 +580,7 @@ def test_postgresql_connection_kept_for_the_next_session_keeps_its_statements(sb
     for _ in range(2):
         _, session = open_session(url, "oltp_read_only", conn=conn)
         run_transactions(session, 2)
-        assert session.counts["read"] == 28
+        assert session.statement_counts["read"] == 28
     conn.close()
 
 
@@ -559,4 +599,4 @@ def test_postgresql_disconnect_is_recognised_and_rebind_recovers(sb_pg: str) -> 
     assert session.target.is_disconnect(info.value)
     session.rebind(session.target.connect())
     run_transactions(session, 3)
-    assert session.counts["read"] == 6
+    assert session.statement_counts["read"] == 6

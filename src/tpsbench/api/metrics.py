@@ -236,6 +236,8 @@ class IntervalReport:
     errors: list[tuple[str, str]] = field(default_factory=list)
     #: how often each sample in ``errors`` occurred
     error_counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: statements by kind (sysbench's read/write/other), for sessions that count them
+    statements: dict[str, int] = field(default_factory=dict)
 
     def merge(self, other: IntervalReport) -> None:
         """Add ``other`` (another worker's report of the same interval) into this one."""
@@ -250,6 +252,7 @@ class IntervalReport:
             else:
                 self.txns[name] = TxnReport(**asdict(txn))
         self.reconnects += other.reconnects
+        add_counts(self.statements, other.statements)
         for key in other.errors:
             if key in self.error_counts:
                 self.error_counts[key] += other.error_counts.get(key, 1)
@@ -327,6 +330,8 @@ class StepSummary:
     reconnects: int = 0
     latency: LatencyStats = field(default_factory=LatencyStats)
     txns: dict[str, TxnSummary] = field(default_factory=dict)
+    #: statements by kind over the steady state (empty when the sessions do not count them)
+    statements: dict[str, int] = field(default_factory=dict)
     #: merged histograms, per transaction and "*"; not compared, not stored with the figures
     histograms: dict[str, LatencyHistogram] = field(default_factory=dict, repr=False, compare=False)
 
@@ -340,6 +345,7 @@ class StepSummary:
         spans: dict[int, list[float]] = {}
         txns: dict[str, TxnSummary] = {}
         hists: dict[str, LatencyHistogram] = {}
+        statements: dict[str, int] = {}
         reconnects = 0
         for report in reports:
             if step is None:
@@ -351,6 +357,7 @@ class StepSummary:
             span = spans.setdefault(report.interval, [report.t_start, report.t_end])
             span[0], span[1] = min(span[0], report.t_start), max(span[1], report.t_end)
             reconnects += report.reconnects
+            add_counts(statements, report.statements)
             for name, tr in report.txns.items():
                 t = txns.setdefault(name, TxnSummary(name=name))
                 for kind in ("commits", "rollbacks", "retries", "errors"):
@@ -368,7 +375,7 @@ class StepSummary:
         return cls(step=step if step is not None else 0, users=users, seconds=seconds,
                    intervals=len(spans), tps=commits / seconds if seconds else 0.0,
                    reconnects=reconnects, latency=LatencyStats.of(hists[ALL]), txns=txns,
-                   histograms=hists)
+                   statements=statements, histograms=hists)
 
     def total(self, kind: str) -> int:
         """commits, rollbacks, retries, errors or clipped summed over transactions."""
@@ -377,6 +384,11 @@ class StepSummary:
     @property
     def commits(self) -> int:
         return self.total("commits")
+
+    @property
+    def qps(self) -> dict[str, float]:
+        """Statements per second by kind, and their sum as ``"total"`` (empty: not counted)."""
+        return rates(self.statements, self.seconds)
 
     @property
     def tpm_by_txn(self) -> dict[str, float]:
@@ -399,9 +411,27 @@ class StepSummary:
         return cls(**{**data, "latency": LatencyStats(**data["latency"]), "txns": txns})
 
 
+def add_counts(into: dict[str, int], counts: dict[str, int]) -> None:
+    """Add per-kind statement counts into ``into``."""
+    for kind, n in counts.items():
+        into[kind] = into.get(kind, 0) + n
+
+
+def rates(statements: dict[str, int], seconds: float) -> dict[str, float]:
+    """Per-kind counts as per-second rates, plus ``"total"``; empty when nothing was counted."""
+    if not statements or not seconds:
+        return {}
+    out = {kind: n / seconds for kind, n in statements.items()}
+    out["total"] = sum(statements.values()) / seconds
+    return out
+
+
 def live_line(report: IntervalReport, users: int, elapsed: float) -> str:
-    """One progress line per interval, like sysbench's --report-interval."""
+    """One progress line per interval, like sysbench's --report-interval (its qps (r/w/o) too)."""
     p95 = report.histogram().percentile(95) / 1000.0
-    return (f"[ {elapsed:.0f}s ] users: {users} tps: {report.tps:.1f} p95: {p95:.1f} ms "
+    qps = rates(report.statements, report.seconds)
+    split = "/".join(f"{qps.get(k, 0.0):.1f}" for k in report.statements)
+    queries = f"qps: {qps['total']:.1f} ({'/'.join(k[0] for k in report.statements)}: {split}) " if qps else ""
+    return (f"[ {elapsed:.0f}s ] users: {users} tps: {report.tps:.1f} {queries}p95: {p95:.1f} ms "
             f"errors: {report.total('errors')} retries: {report.total('retries')} "
             f"reconnects: {report.reconnects}")

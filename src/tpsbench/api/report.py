@@ -4,8 +4,9 @@ Why this shape: it is the table storage reviewers publish (see
 shared/reference/storage-reviews.md, section 1): one column per user load, rows ``TPS``
 and ``Resp. time (s)`` with one decimal, one block per storage configuration, blocks side
 by side. We add what those tables lack and readers ask for: latency percentiles, the
-workload's main metric (tpmC), and the rollbacks, retries, errors and reconnects that
-tell whether a step's figures can be trusted.
+workload's main metric (tpmC), queries per second split as sysbench splits them (for
+workloads whose sessions count statements), and the rollbacks, retries, errors and
+reconnects that tell whether a step's figures can be trusted.
 
 Everything here is a pure function of :class:`~tpsbench.api.results.RunData`, so the same
 data renders identically for a terminal (rich), a review (Markdown) and a spreadsheet (CSV).
@@ -84,6 +85,8 @@ ROWS: list[tuple[str, Callable[[StepSummary], float], Callable[[float], str]]] =
     ("p99.9 (ms)", lambda s: s.latency.p999, _ms),
     ("max (ms)", lambda s: s.latency.max, _ms),
 ]
+#: sysbench's "queries performed" split, as rates: shown for runs whose sessions count statements
+QPS_KINDS = ("total", "read", "write", "other")
 COUNT_ROWS: list[tuple[str, Callable[[StepSummary], float]]] = [
     ("Expected rollbacks", lambda s: s.total("rollbacks")),
     ("Retries", lambda s: s.total("retries")),
@@ -151,6 +154,9 @@ def build_table(runs: Sequence[RunData]) -> ReportTable:
         if metric is not None:
             main_label = metric[0]
             rows.append((main_label, lambda s, w=data.run.workload: (main_metric(w, s) or ("", 0.0))[1], _one))
+        if any(s is not None and s.statements for s in by_label.values()):
+            rows += [("QPS" if kind == "total" else f"QPS {kind}", lambda s, k=kind: s.qps.get(k, 0.0), _one)
+                     for kind in QPS_KINDS]
         rows += [(name, get, _int) for name, get in COUNT_ROWS]
         cells = [[fmt(get(by_label[c])) if by_label.get(c) is not None else "" for c in columns]
                  for _, get, fmt in rows]

@@ -14,6 +14,14 @@ The line to the coordinator is a plain message protocol over one duplex
 out. Nothing is shared but these picklable messages, so a worker could equally sit behind
 a socket on another host. One pipe per worker (rather than one shared queue) means a
 worker killed while writing cannot block the others' writes.
+
+Statements by kind: a session may count the statements it sent (sysbench's read/write/other)
+in an optional attribute ``statement_counts``, a mapping of kind to a total since the
+session opened that only grows. The worker reads it from its own thread at every interval
+and reports the growth, so the hot path pays nothing for it beyond the session's own
+counting. A statement falls in the interval in which the worker saw it counted (at most
+the transaction in flight at a boundary lands one interval apart from its commit); every
+statement counted is reported exactly once.
 """
 
 from __future__ import annotations
@@ -118,6 +126,10 @@ class VirtualUser:
         self.conn: Any = None
         self.thread: threading.Thread | None = None
         self.rng = random.Random(user_id)
+        #: this step's session once open; ``counted``: its statement counts already reported
+        #: (both reset by the worker between steps, when no user thread runs)
+        self.session: Session | None = None
+        self.counted: dict[str, int] = {}
 
     def close(self) -> None:
         if self.conn is not None:
@@ -165,6 +177,7 @@ class VirtualUser:
                 self.close()
                 stop.wait(BACKOFF_FIRST_S)
                 continue
+            self.session = session
             self.loop(session, stop, plan.think)
             return
 
@@ -281,6 +294,8 @@ class Worker:
         for uid in plan.users:
             if uid not in self.users:
                 self.users[uid] = VirtualUser(uid, self.target, self.recorder)
+        for user in self.users.values():
+            user.session, user.counted = None, {}
         self.last_users_in_step = plan.users_in_step
 
     def run_step(self, plan: StepPlan) -> None:
@@ -318,8 +333,22 @@ class Worker:
         self.pipe.send(StepDone(self.index, plan.step, self.stopped, problems))
 
     def send_report(self, plan: StepPlan, number: int, begin: float, end: float, steady: bool) -> None:
-        self.pipe.send(self.recorder.take(plan.step, number, plan.start_at + begin, plan.start_at + end,
-                                          steady=steady))
+        report = self.recorder.take(plan.step, number, plan.start_at + begin, plan.start_at + end, steady=steady)
+        report.statements = self.statements_since_last_report()
+        self.pipe.send(report)
+
+    def statements_since_last_report(self) -> dict[str, int]:
+        """The growth of the sessions' ``statement_counts`` since the last report, by kind."""
+        out: dict[str, int] = {}
+        for user in self.users.values():
+            counts = getattr(user.session, "statement_counts", None)
+            if counts is None:
+                continue
+            now = dict(counts)  # one copy: the user thread goes on counting meanwhile
+            for kind, total in now.items():
+                out[kind] = out.get(kind, 0) + total - user.counted.get(kind, 0)
+            user.counted = now
+        return out
 
     def guarded(self, user: VirtualUser, plan: StepPlan, start_mono: float, stop: threading.Event,
                 problems: list[str]) -> None:

@@ -165,7 +165,8 @@ def statement_mix(opts: SysbenchOptions) -> dict[str, int]:
 
     Nominal: it assumes every UPDATE and DELETE finds its row, which holds for ids drawn in
     [1, table_size] of a table as prepared. sysbench itself counts a DML statement that
-    changes no row as "other"; sessions count what actually happened (``Session.counts``).
+    changes no row as "other"; sessions count what actually happened
+    (``SysbenchSession.statement_counts``).
     """
     plan = mode_plan(opts)
     mix = {"read": 0, "write": 0, "other": 2 if plan.transactional else 0}

@@ -6,10 +6,12 @@ numbers, ids, k values and strings), so that a retry after a deadlock sends the 
 statements again; :meth:`SysbenchSession.execute` only sends them.
 
 sysbench's summary splits queries into read/write/other. The session counts the same way,
-statement by statement, from what the server answered (see driver.py): ``counts`` holds the
-totals since the session opened and ``last_counts`` those of the last transaction, so a
-report can split QPS exactly as sysbench does; ``SysbenchWorkload.statement_mix`` gives
-the nominal numbers per transaction.
+statement by statement, from what the server answered (see driver.py), as sysbench counts
+its queries: every statement the server executed, the ROLLBACK after a failed transaction
+included. ``statement_counts`` holds the totals since the session opened; the engine
+reports their growth per interval (worker.py), which is how a step's QPS splits exactly
+as sysbench's does. ``SysbenchWorkload.statement_mix`` gives the nominal numbers per
+transaction.
 
 Think and keying times are 0: sysbench users never wait between events.
 """
@@ -60,10 +62,15 @@ class SysbenchSession(Session):
         #: oltp_insert ids where the table has no auto-increment (SQL Server): negative,
         #: so never an id of the prepared rows, and unique per user
         self.next_client_id = -1 - user_id
-        self.counts = {"read": 0, "write": 0, "other": 0}
-        self.last_counts = {"read": 0, "write": 0, "other": 0}
+        #: statements executed, indexed by driver.READ / WRITE / OTHER
+        self.totals = [0, 0, 0]
         self.runner: driver.StatementRunner | None = None
         self.rebind(conn)
+
+    @property
+    def statement_counts(self) -> dict[str, int]:
+        """Statements executed since the session opened, by sysbench's kinds (read, write, other)."""
+        return dict(zip(driver.KINDS, self.totals))
 
     # -- the Session interface --------------------------------------------------------
     def rebind(self, conn: Any) -> None:
@@ -136,27 +143,20 @@ class SysbenchSession(Session):
         """
         runner = self.runner
         assert runner is not None
-        run = runner.run
-        counts = [0, 0, 0]
+        run, totals = runner.run, self.totals
         transactional = self.plan.transactional
         try:
             if transactional:
-                counts[runner.run_plain(self.sql.begin)] += 1
+                totals[runner.run_plain(self.sql.begin)] += 1
             for sql, params in inputs:  # type: ignore[attr-defined]
-                counts[run(sql, params)] += 1
+                totals[run(sql, params)] += 1
             if transactional:
-                counts[runner.run_plain(self.sql.commit)] += 1
+                totals[runner.run_plain(self.sql.commit)] += 1
         except Exception as exc:
             self._rollback(transactional)
             if self._is_duplicate(exc):
                 return False
             raise
-        last = self.last_counts
-        last["read"], last["write"], last["other"] = counts
-        total = self.counts
-        total["read"] += counts[0]
-        total["write"] += counts[1]
-        total["other"] += counts[2]
         return True
 
     # -- helpers ------------------------------------------------------------------------
@@ -169,7 +169,7 @@ class SysbenchSession(Session):
         if not transactional or self.runner is None:
             return
         try:
-            self.runner.run_plain(self.sql.rollback)
+            self.totals[self.runner.run_plain(self.sql.rollback)] += 1
         except Exception:  # noqa: BLE001, S110 - the connection may be gone; the engine reconnects
             pass
 
