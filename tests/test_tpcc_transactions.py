@@ -28,7 +28,7 @@ from tpsbench.api.meta import read_meta
 from tpsbench.api.session import RunContext
 from tpsbench.targets import open_target
 from tpsbench.targets.base import Target
-from tpsbench.workloads.tpcc import delivery, new_order, order_status, payment, rand, stock_level
+from tpsbench.workloads.tpcc import delivery, new_order, order_status, payment, procedures, rand, stock_level
 from tpsbench.workloads.tpcc.checks import CHECKS
 from tpsbench.workloads.tpcc.evidence import evidence, expected_evidence
 from tpsbench.workloads.tpcc.mix import KEYING_S, THINK_MEAN_S, TRANSACTIONS, WEIGHTS, Deck, Draws, think_time
@@ -81,7 +81,7 @@ class Db:
 
     def session(self, user_id: int = 0, **options: str) -> TpccSession:
         ctx = RunContext(self.ctx.workload, self.url, self.ctx.scale, self.ctx.seed, self.ctx.constants,
-                         {"think": "off", **options})
+                         {"think": "off", "procedures": "off", **options})
         conn = self.target.connect()
         self.opened.append(conn)
         return TpccSession(ctx, user_id, 4, conn, self.target)
@@ -117,6 +117,14 @@ def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
             pass
 
 
+@pytest.fixture(params=["off", "on"])
+def mode(request: pytest.FixtureRequest, db: Db) -> str:
+    """The run option procedures: the statement path, then the stored procedures."""
+    if request.param == "on" and not procedures.available(statements(db.target.dialect)):
+        pytest.skip(f"no stored procedures for {db.target.dialect}")
+    return request.param
+
+
 class Recorder:
     """A cursor that remembers the statements run through it (round trips)."""
 
@@ -150,7 +158,7 @@ def money(value: object) -> Decimal:
 
 
 # -- New-Order ---------------------------------------------------------------------------
-def test_new_order_commits_with_quantity_rule_duplicates_and_remote_line(db: Db) -> None:
+def test_new_order_commits_with_quantity_rule_duplicates_and_remote_line(db: Db, mode: str) -> None:
     w, d, c = 1, 3, 42
     # item 11 twice (the rule applies per line, in order), item 12 near the wrap, item 13 remote
     lines = ((11, 1, 3), (12, 1, 5), (11, 1, 4), (13, 2, 2), (14, 1, 1))
@@ -165,9 +173,9 @@ def test_new_order_commits_with_quantity_rule_duplicates_and_remote_line(db: Db)
     before = {key: db.one(stock_sql, *key) for key in ((1, 11), (1, 12), (2, 13), (1, 14))}
     next_o_id = db.one("SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?", w, d)[0]
 
-    session = db.session()
+    session = db.session(procedures=mode)
     ok, sql = run(session, "new_order", NewOrderInputs(w, d, c, lines, False))
-    assert ok and len(sql) == 8  # 8 statements + COMMIT on every dialect
+    assert ok and len(sql) == (1 if mode == "on" else 8)  # 8 statements + COMMIT on every dialect, or one call
     out = session.last_output
     assert out.o_id == next_o_id and out.all_local == 0
     assert db.one("SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?", w, d)[0] == next_o_id + 1
@@ -193,19 +201,19 @@ def test_new_order_commits_with_quantity_rule_duplicates_and_remote_line(db: Db)
     assert out.total == expected.quantize(Decimal("0.01"))
 
 
-def test_new_order_rollback_leaves_no_trace_and_comes_after_the_stock_work(db: Db) -> None:
+def test_new_order_rollback_leaves_no_trace_and_comes_after_the_stock_work(db: Db, mode: str) -> None:
     w, d = 2, 5
     lines = ((21, 2, 3), (22, 1, 4), (UNUSED_ITEM, 2, 1))
     counts = "SELECT (SELECT COUNT(*) FROM orders), (SELECT COUNT(*) FROM new_order), (SELECT COUNT(*) FROM order_line)"
     stock_sql = "SELECT s_quantity, s_ytd, s_order_cnt, s_remote_cnt FROM stock WHERE s_w_id = ? AND s_i_id = ?"
     before = (db.rows(counts), db.rows("SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?", w, d),
               db.one(stock_sql, 2, 21), db.one(stock_sql, 1, 22))
-    session = db.session()
+    session = db.session(procedures=mode)
     ok, sql = run(session, "new_order", NewOrderInputs(w, d, 7, lines, True))
     assert ok is False
-    # the unused item is found by the ITEM select, after the stock rows were locked and updated
-    item_at = next(i for i, s in enumerate(sql) if "FROM item" in s)
-    assert item_at == len(sql) - 1 and any(s.startswith("UPDATE stock") for s in sql[:item_at])
+    if mode == "off":  # the unused item is found by the ITEM select, after the stock rows were locked and updated
+        item_at = next(i for i, s in enumerate(sql) if "FROM item" in s)
+        assert item_at == len(sql) - 1 and any(s.startswith("UPDATE stock") for s in sql[:item_at])
     after = (db.rows(counts), db.rows("SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?", w, d),
              db.one(stock_sql, 2, 21), db.one(stock_sql, 1, 22))
     assert after == before
@@ -231,7 +239,7 @@ CUSTOMER_SQL = ("SELECT c_balance, c_ytd_payment, c_payment_cnt, c_data, c_credi
 
 
 @pytest.mark.parametrize("remote", [False, True])
-def test_payment_moves_the_exact_amount(db: Db, remote: bool) -> None:
+def test_payment_moves_the_exact_amount(db: Db, remote: bool, mode: str) -> None:
     w, d = 1, 4
     cw, cd, c = (2, 9, 1234) if remote else (1, 4, 1234)
     h = Decimal("1234.56")
@@ -239,8 +247,8 @@ def test_payment_moves_the_exact_amount(db: Db, remote: bool) -> None:
     d_ytd, d_name = db.one("SELECT d_ytd, d_name FROM district WHERE d_w_id = ? AND d_id = ?", w, d)
     cust = db.one(CUSTOMER_SQL, cw, cd, c)
     history = db.one("SELECT COUNT(*) FROM history WHERE h_c_w_id = ? AND h_c_d_id = ? AND h_c_id = ?", cw, cd, c)[0]
-    ok, sql = run(db.session(), "payment", PaymentInputs(w, d, cw, cd, c, None, h))
-    assert ok and len(sql) == (3 if db.target.dialect == "mysql" else 4)
+    ok, sql = run(db.session(procedures=mode), "payment", PaymentInputs(w, d, cw, cd, c, None, h))
+    assert ok and len(sql) == (1 if mode == "on" else 3 if db.target.dialect == "mysql" else 4)
     assert money(db.one("SELECT w_ytd FROM warehouse WHERE w_id = ?", w)[0]) == money(w_ytd) + h
     assert money(db.one("SELECT d_ytd FROM district WHERE d_w_id = ? AND d_id = ?", w, d)[0]) == money(d_ytd) + h
     after = db.one(CUSTOMER_SQL, cw, cd, c)
@@ -252,21 +260,21 @@ def test_payment_moves_the_exact_amount(db: Db, remote: bool) -> None:
     assert (d, w, h, f"{w_name}    {d_name}") in [(r[0], r[1], money(r[2]), r[3]) for r in rows]
 
 
-def test_payment_bad_credit_prepends_to_c_data(db: Db) -> None:
+def test_payment_bad_credit_prepends_to_c_data(db: Db, mode: str) -> None:
     cw, cd, c = db.one("SELECT c_w_id, c_d_id, MIN(c_id) FROM customer WHERE c_w_id = 2 AND c_d_id = 6"
                        " AND c_credit = 'BC' GROUP BY c_w_id, c_d_id")
     old = db.one(CUSTOMER_SQL, cw, cd, c)[3]
-    assert db.session().execute("payment", PaymentInputs(1, 3, cw, cd, c, None, Decimal("7.05")))
+    assert db.session(procedures=mode).execute("payment", PaymentInputs(1, 3, cw, cd, c, None, Decimal("7.05")))
     new = db.one(CUSTOMER_SQL, cw, cd, c)[3]
     assert new == f"{c} {cd} {cw} 3 1 7.05 {old}"[:500]
     good = db.one("SELECT MIN(c_id) FROM customer WHERE c_w_id = 2 AND c_d_id = 6 AND c_credit = 'GC'")[0]
     old = db.one(CUSTOMER_SQL, 2, 6, good)[3]
-    assert db.session().execute("payment", PaymentInputs(2, 6, 2, 6, good, None, Decimal("7.05")))
+    assert db.session(procedures=mode).execute("payment", PaymentInputs(2, 6, 2, 6, good, None, Decimal("7.05")))
     assert db.one(CUSTOMER_SQL, 2, 6, good)[3] == old
 
 
 @pytest.mark.parametrize("parity", [0, 1])
-def test_middle_row_rule_by_last_name(db: Db, parity: int) -> None:
+def test_middle_row_rule_by_last_name(db: Db, parity: int, mode: str) -> None:
     """Payment and Order-Status by name take 0-based row (n-1)//2 of the rows by C_FIRST."""
     groups = db.rows("SELECT c_d_id, c_last, COUNT(*) FROM customer WHERE c_w_id = 1"
                      " GROUP BY c_d_id, c_last HAVING COUNT(*) BETWEEN 2 AND 6 ORDER BY 3 DESC, 1, 2")
@@ -275,7 +283,7 @@ def test_middle_row_rule_by_last_name(db: Db, parity: int) -> None:
                                      " ORDER BY c_first", d, last)]
     middle = ordered[(n - 1) // 2]
     counts = {c: db.one(CUSTOMER_SQL, 1, d, c)[2] for c in ordered}
-    session = db.session()
+    session = db.session(procedures=mode)
     assert session.execute("payment", PaymentInputs(1, d, 1, d, None, last, Decimal("1.00")))
     assert session.last_output.c_id == middle
     assert {c: db.one(CUSTOMER_SQL, 1, d, c)[2] for c in ordered} == {
@@ -299,8 +307,8 @@ def test_payment_inputs_follow_the_spec() -> None:
 
 
 # -- Order-Status, Delivery, Stock-Level ---------------------------------------------------
-def test_order_status_returns_the_last_order_and_its_lines(db: Db) -> None:
-    session = db.session()
+def test_order_status_returns_the_last_order_and_its_lines(db: Db, mode: str) -> None:
+    session = db.session(procedures=mode)
     assert session.execute("new_order", NewOrderInputs(2, 8, 77, ((5, 2, 1), (6, 2, 2), (7, 2, 3)), False))
     o_id = session.last_output.o_id
     ok, sql = run(session, "order_status", order_status.OrderStatusInputs(2, 8, 77, None))
@@ -310,7 +318,7 @@ def test_order_status_returns_the_last_order_and_its_lines(db: Db) -> None:
     assert sorted((line[0], line[2]) for line in out.lines) == [(5, 1), (6, 2), (7, 3)]
 
 
-def test_delivery_delivers_the_oldest_new_order_of_each_district(db: Db) -> None:
+def test_delivery_delivers_the_oldest_new_order_of_each_district(db: Db, mode: str) -> None:
     w = 2
     oldest = dict(db.rows("SELECT no_d_id, MIN(no_o_id) FROM new_order WHERE no_w_id = ? GROUP BY no_d_id", w))
     orders = {d: db.one("SELECT o_c_id FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_id = ?", w, d, o)[0]
@@ -319,8 +327,8 @@ def test_delivery_delivers_the_oldest_new_order_of_each_district(db: Db) -> None
                                " AND ol_o_id = ?", w, d, o)[0]) for d, o in oldest.items()}
     customers = {d: db.one(CUSTOMER_SQL.replace("c_data, c_credit", "c_delivery_cnt"), w, d, c)
                  for d, c in orders.items()}
-    ok, sql = run(db.session(), "delivery", delivery.DeliveryInputs(w, 7))
-    assert ok and len(sql) == 5
+    ok, sql = run(db.session(procedures=mode), "delivery", delivery.DeliveryInputs(w, 7))
+    assert ok and len(sql) == (1 if mode == "on" else 5)
     for d, o in oldest.items():
         assert not db.rows("SELECT 1 FROM new_order WHERE no_w_id = ? AND no_d_id = ? AND no_o_id = ?", w, d, o)
         assert db.one("SELECT o_carrier_id FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_id = ?", w, d, o) == (7,)
@@ -330,28 +338,34 @@ def test_delivery_delivers_the_oldest_new_order_of_each_district(db: Db) -> None
         assert money(balance) == money(customers[d][0]) + amounts[d] and cnt == customers[d][3] + 1
 
 
-def test_delivery_skips_a_district_without_new_orders(db: Db) -> None:
-    """Inside one transaction that is rolled back: empty district 10, deliver, look."""
+def test_delivery_skips_a_district_without_new_orders(db: Db, mode: str) -> None:
+    """District (1, 10)'s NEW-ORDER rows are parked under warehouse 999 (committed, since a
+    MySQL procedure commits its own transaction), Delivery runs, the rows come back."""
+    park = "UPDATE new_order SET no_w_id = ? WHERE no_w_id = ? AND no_d_id = 10"
     conn = db.target.connect()
+    cur = conn.cursor()
+    mark = db.target.placeholder()
+    cur.execute(park.replace("?", mark), (999, 1))
+    conn.commit()
     try:
-        cur = conn.cursor()
-        cur.execute(f"DELETE FROM new_order WHERE no_w_id = 1 AND no_d_id = {db.target.placeholder()}", (10,))
-        out = delivery.execute(cur, statements(db.target.dialect, db.target.placeholder()),
-                               delivery.DeliveryInputs(1, 3))
+        session = db.session(procedures=mode)
+        assert session.execute("delivery", delivery.DeliveryInputs(1, 3))
+        out = session.last_output
         assert out.skipped == (10,) and [d for d, _ in out.delivered] == list(range(1, 10))
     finally:
-        conn.rollback()
+        cur.execute(park.replace("?", mark), (1, 999))
+        conn.commit()
         conn.close()
 
 
-def test_stock_level_counts_low_stock_items_of_the_last_20_orders(db: Db) -> None:
+def test_stock_level_counts_low_stock_items_of_the_last_20_orders(db: Db, mode: str) -> None:
     w, d, threshold = 1, 2, 15
     next_o_id = db.one("SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?", w, d)[0]
     items = {i for (i,) in db.rows("SELECT ol_i_id FROM order_line WHERE ol_w_id = ? AND ol_d_id = ?"
                                    " AND ol_o_id >= ? AND ol_o_id < ?", w, d, next_o_id - 20, next_o_id)}
     low = {i for i in items if db.one("SELECT s_quantity FROM stock WHERE s_w_id = ? AND s_i_id = ?", w, i)[0]
            < threshold}
-    session = db.session()
+    session = db.session(procedures=mode)
     ok, sql = run(session, "stock_level", stock_level.StockLevelInputs(w, d, threshold))
     assert ok and len(sql) == 1 and session.last_output == len(low)
 
@@ -403,11 +417,11 @@ def run_mix(db: Db, users: list[int], per_session: int, **options: str) -> Count
     return commits
 
 
-def test_consistency_and_evidence_after_hundreds_of_transactions(db: Db) -> None:
+def test_consistency_and_evidence_after_hundreds_of_transactions(db: Db, mode: str) -> None:
     """Four users (two per warehouse) run 100 transactions each, concurrently; then every
     condition that holds after a run (1-10, 12) holds and the evidence matches exactly."""
     before = evidence(db.conn)
-    commits = run_mix(db, list(range(4)), 100)
+    commits = run_mix(db, list(range(4)), 100, procedures=mode)
     assert sum(commits.values()) >= 380 and commits["delivery"] > 0 and commits["payment"] > 0
     after = evidence(db.conn)
     assert {k: after[k] - before[k] for k in after} == expected_evidence(dict(commits))
@@ -416,7 +430,7 @@ def test_consistency_and_evidence_after_hundreds_of_transactions(db: Db) -> None
             assert db.rows(check.sql) == [], f"condition {check.number} ({check.title}) fails"
 
 
-def test_mix_through_odbc(db: Db) -> None:
+def test_mix_through_odbc(db: Db, mode: str) -> None:
     """The same statements through pyodbc (psqlODBC, MariaDB Connector/ODBC): ``?`` markers,
     no lastrowid (MySQL reads LAST_INSERT_ID), parameters typed by the ODBC driver."""
     driver = {"postgresql": "PostgreSQL Unicode", "mysql": "MariaDB Unicode"}.get(db.target.dialect)
@@ -429,7 +443,7 @@ def test_mix_through_odbc(db: Db) -> None:
     text = url.render_as_string(hide_password=False)
     odbc = Db(text, open_target(text), db.ctx, db.conn, db.opened)
     before = evidence(db.conn)
-    commits = run_mix(odbc, [0, 1], 40)
+    commits = run_mix(odbc, [0, 1], 40, procedures=mode)
     after = evidence(db.conn)
     assert {k: after[k] - before[k] for k in after} == expected_evidence(dict(commits))
     for check in CHECKS:

@@ -2,8 +2,8 @@
 
 The coordinator (this process) creates the tables, hands :class:`LoadTask` objects to
 worker processes, shows their progress, then builds the secondary indexes once the data
-is in (faster than maintaining them row by row) and refreshes planner statistics.
-Each worker holds one connection and loads whole tasks through the target's bulk
+is in (faster than maintaining them row by row), creates the stored procedures the
+schema file has, and refreshes planner statistics. Each worker holds one connection and loads whole tasks through the target's bulk
 path, committing once per chunk.
 """
 
@@ -26,7 +26,7 @@ from tpsbench.api.meta import STATE_BUILDING, STATE_COMPLETE, clear_meta, read_m
 from tpsbench.api.workload import LoadParams, LoadTask, Workload
 from tpsbench.errors import TpsbenchError
 from tpsbench.progress import LoadProgress
-from tpsbench.resources import schema_file, split_ddl
+from tpsbench.resources import schema_file, split_ddl, split_routines
 from tpsbench.targets import open_target
 from tpsbench.targets.base import Target
 from tpsbench.workloads import get_workload
@@ -95,6 +95,7 @@ def build(
     with LoadProgress(title, wl.expected_rows(scale, seed), enabled=show_progress) as progress:
         rows = _load(target, wl, wl.tasks(scale), params, workers, progress.add)
     _execute_ddl(target, wl.expand_ddl(index_ddl, scale), "building indexes")
+    install_routines(wl.name, target)
     conn = target.connect()
     try:
         with target.translate_errors("refreshing statistics"):
@@ -113,8 +114,36 @@ def drop(workload: str, target: Target | str | None = None) -> list[str]:
     present = target.table_names()
     dropped = wl.owned_tables(present)
     _execute_ddl(target, [f"DROP TABLE {t}" for t in dropped], "dropping tables")
+    _execute_ddl(target, [f"DROP {kind} IF EXISTS {name}" for kind, name, _ in _routines(wl.name, target)],
+                 "dropping stored procedures")
     clear_meta(target, wl.name)
     return dropped
+
+
+def install_routines(workload: str, target: Target) -> list[str]:
+    """Create the stored routines of the workload's schema file, replacing older ones.
+
+    Runs call this before their first step, so the routines a run calls are always the
+    ones of the tpsbench that runs it, also on a database built by an older version.
+    Returns their names.
+    """
+    routines = _routines(workload, target)
+    if not routines:
+        return []
+    # through the DB-API cursor without parameters: SQLAlchemy would have the driver
+    # read the %, : and ? of the routine bodies as parameter markers
+    with target.session("installing stored procedures") as conn:
+        cur = conn.cursor()
+        for kind, name, body in routines:
+            cur.execute(f"DROP {kind} IF EXISTS {name}")
+            cur.execute(body)
+        conn.commit()
+    return [name for _, name, _ in routines]
+
+
+def _routines(workload: str, target: Target) -> list[tuple[str, str, str]]:
+    path = schema_file(workload, target.dialect)
+    return split_routines(path.read_text()) if path.exists() else []
 
 
 def _worker_count(requested: int | None, target: Target) -> int:

@@ -90,6 +90,9 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print) -> RunRec
     steps = [Step(users=u, duration_s=config.duration_s, rampup_s=config.rampup_s, interval_s=config.interval_s)
              for u in config.users]
     check_connection_limit(ctx, steps)
+    prepared = wl.prepare_run(target, ctx.options)
+    if prepared and live is not None:
+        live(prepared)
     store = ResultsStore(config.results_url)
     stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
     run_id = store.start_run(

@@ -14,6 +14,7 @@ prepared) and use the DB-API connection directly.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +93,14 @@ class RunnableWorkload(ABC):
         Raises TpsbenchError (one line) when the schema is missing, incomplete or another
         workload's, so that a run never starts against the wrong tables.
         """
+
+    def prepare_run(self, target: Target, options: Mapping[str, str]) -> str | None:
+        """Make the database ready for this run's sessions (e.g. install stored procedures).
+
+        Called once, after the schema was verified and the run's checks passed, before
+        the first user connects. Returns a line to show the user, or None.
+        """
+        return None
 
     @abstractmethod
     def evidence(self, conn: Any) -> dict[str, int]:

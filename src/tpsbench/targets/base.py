@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sqlite3
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import Any, ClassVar
@@ -216,6 +217,27 @@ def error_message(exc: BaseException) -> str:
 _ODBC_CALL = re.compile(r"\s*\(SQL\w+\)\s*$")
 
 
+def set_autocommit(conn: Any) -> None:
+    """Put a DB-API connection in autocommit mode, whatever its driver calls that.
+
+    For sessions whose every statement is a transaction of its own, or that send BEGIN
+    and COMMIT themselves: no driver-made BEGIN, no COMMIT round trip after a statement.
+    An open transaction is rolled back first (psycopg refuses the switch inside one).
+    """
+    if isinstance(conn, sqlite3.Connection):
+        if conn.in_transaction:
+            conn.rollback()
+        conn.isolation_level = None
+        return
+    switch = getattr(conn, "autocommit", None)
+    if callable(switch):  # mysqlclient, PyMySQL
+        switch(True)
+        return
+    if getattr(conn, "info", None) is not None and hasattr(conn, "pgconn"):  # psycopg: idle first
+        conn.rollback()
+    conn.autocommit = True
+
+
 class BufferedRows:
     """The fetch side of the targets' fast cursors: rows already read, handed out in order.
 
@@ -237,3 +259,7 @@ class BufferedRows:
         rows = self.rows[self.pos:] if self.pos else self.rows
         self.pos = len(self.rows)
         return rows
+
+    def nextset(self) -> None:
+        """No further result: execute() has read or drained them all."""
+        return None

@@ -227,6 +227,8 @@ class MysqlclientCursor(BufferedRows):
         self.lastrowid = conn.insert_id()
         self.rows = result.fetch_row(0) if result is not None else ()
         self.pos = 0
+        while conn.next_result() == 0:  # a CALL's status after its rows: read, not kept
+            conn.store_result()
         return self
 
     def commit(self) -> None:

@@ -6,7 +6,7 @@ The module-level ``WORKLOAD`` makes the package discoverable by name ("tpcc").
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tpsbench.api.batch import Batch
@@ -15,7 +15,8 @@ from tpsbench.api.workload import Check, LoadParams, LoadTask, Workload
 from tpsbench.targets.base import Target
 from tpsbench.workloads.tpcc import evidence, loader, mix
 from tpsbench.workloads.tpcc.checks import CHECKS
-from tpsbench.workloads.tpcc.session import RUN_OPTIONS, TpccSession
+from tpsbench.workloads.tpcc.session import RUN_OPTIONS, TpccSession, uses_procedures
+from tpsbench.workloads.tpcc.sql import statements
 
 
 class TpccWorkload(Workload, RunnableWorkload):
@@ -52,6 +53,15 @@ class TpccWorkload(Workload, RunnableWorkload):
     # -- running ------------------------------------------------------------------------
     def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
         return TpccSession(ctx, user_id, users, conn, target)
+
+    def prepare_run(self, target: Target, options: Mapping[str, str]) -> str | None:
+        """Install the stored procedures when the run calls them (procedures=on/auto)."""
+        from tpsbench.api.build import install_routines  # the build side imports the workloads
+
+        if not uses_procedures(dict(options), statements(target.dialect)):
+            return None
+        names = install_routines(self.name, target)
+        return f"tpcc: one stored-procedure call per transaction ({', '.join(names)}; -o procedures=off: statements)"
 
     def evidence(self, conn: Any) -> dict[str, int]:
         return evidence.evidence(conn)

@@ -12,6 +12,11 @@ The C-run constants are derived from the run seed and the build's C-load (stored
 ``tpsbench_meta`` and passed in ``RunContext.constants``), so every user of every worker
 uses the same ones and C_LAST's obeys the §2.1.6.1 gap.
 
+With the run option ``procedures=on`` (``auto``, the default, means on wherever the
+schema file has them: PostgreSQL and MySQL/MariaDB) New-Order, Payment and Delivery are
+each one call of a stored procedure and the connection is in autocommit mode, so every
+transaction is one round trip (procedures.py); ``off`` runs the statement path below.
+
 Statements go through the target's fast cursor where it has one (run option
 ``client=fast``, the default): on PostgreSQL libpq's prepared statements, each prepared
 once per connection and kept for the connection's life, BEGIN sent together with a
@@ -34,17 +39,18 @@ from typing import Any
 from tpsbench.api.session import RunContext, Session
 from tpsbench.api.workload import Option
 from tpsbench.errors import TpsbenchError
-from tpsbench.targets.base import Target
-from tpsbench.workloads.tpcc import delivery, new_order, order_status, payment, stock_level
+from tpsbench.targets.base import Target, set_autocommit
+from tpsbench.workloads.tpcc import delivery, new_order, order_status, payment, procedures, stock_level
 from tpsbench.workloads.tpcc.loader import DISTRICTS_PER_WAREHOUSE
 from tpsbench.workloads.tpcc.mix import Deck, Draws, keying_time, run_constants, think_time
-from tpsbench.workloads.tpcc.sql import statements
+from tpsbench.workloads.tpcc.sql import Statements, statements
 
 #: psycopg's prepared statements per connection: room for every statement variant in use
 PREPARED_MAX = 256
 #: values of the run options this session reads
 WAREHOUSE_MODES = ("home", "all")
 CLIENT_PATHS = ("fast", "dbapi")
+PROCEDURE_MODES = ("auto", "on", "off")
 #: the run options a TPC-C session reads, for the workload to declare (``tpsbench run tpcc --help``)
 RUN_OPTIONS = (
     Option("think", "off", "'spec': TPC-C keying and think times (clause 5.2.5, negative exponential"
@@ -55,6 +61,11 @@ RUN_OPTIONS = (
     Option("client", "fast", "'fast': the target's low-level statement path where it has one (libpq prepared"
            " statements, mysqlclient's C query); 'dbapi': the driver's DB-API cursor. Same statements and"
            " transactions either way; 'fast' costs the client less CPU.", CLIENT_PATHS),
+    Option("procedures", "auto", "'on': New-Order, Payment and Delivery are each one call of a stored"
+           " procedure (installed at the start of the run), as HammerDB runs TPC-C: one round trip per"
+           " transaction, so the driver takes little CPU from the database; 'off': the driver sends each"
+           " transaction's statements itself; 'auto': 'on' where tpsbench has procedures for the database"
+           " (PostgreSQL, MySQL, MariaDB).", PROCEDURE_MODES),
 )
 
 _INPUTS = {
@@ -70,6 +81,17 @@ _EXECUTE = {
     "delivery": delivery.execute,
     "stock_level": stock_level.execute,
 }
+_CALL = _EXECUTE | {"new_order": procedures.new_order, "payment": procedures.payment, "delivery": procedures.delivery}
+
+
+def uses_procedures(options: dict[str, str], s: Statements) -> bool:
+    """Whether a run with ``options`` calls stored procedures on the dialect of ``s``."""
+    mode = options.get("procedures", "auto")
+    if mode not in PROCEDURE_MODES:
+        raise TpsbenchError(f"TPC-C option procedures={mode!r}: use one of {', '.join(PROCEDURE_MODES)}")
+    if mode == "on" and not procedures.available(s):
+        raise TpsbenchError(f"TPC-C has no stored procedures for {s.dialect.name}; use -o procedures=off")
+    return mode == "on" or (mode == "auto" and procedures.available(s))
 
 
 class TpccSession(Session):
@@ -98,6 +120,9 @@ class TpccSession(Session):
         self.draw = Draws(ctx.seed, user_id, ctx.scale, self.c_run)
         self.deck = Deck(self.draw.rng)
         self.stmts = statements(target.dialect, target.placeholder())
+        #: one stored-procedure call per transaction, in autocommit (procedures.py)
+        self.procedures = uses_procedures(ctx.options, self.stmts)
+        self._execute = _CALL if self.procedures else _EXECUTE
         #: the last committed transaction's output (tests and debugging look at it)
         self.last_output: object = None
         #: Delivery's districts delivered and skipped (no undelivered order), §2.7.2.3
@@ -117,7 +142,7 @@ class TpccSession(Session):
     def execute(self, name: str, inputs: object) -> bool:
         """Run ``name``; commit, or roll back and return False for New-Order's unused item."""
         try:
-            output = _EXECUTE[name](self.cur, self.stmts, inputs)
+            output = self._execute[name](self.cur, self.stmts, inputs)
             if output is None:
                 self._rollback()
                 return False
@@ -142,13 +167,20 @@ class TpccSession(Session):
         """Take ``conn`` and the target's fast cursor on it, else set it up for prepared
         statements (psycopg's cursor) or take a plain cursor."""
         self.conn = conn
+        if self.procedures:
+            set_autocommit(conn)  # each call is its own transaction
         fast = getattr(self.target, "fast_cursor", None) if self.fast else None
         cur = fast(conn) if fast is not None else None
         if cur is not None:
             self.cur = cur
             self._commit, self._rollback = cur.commit, cur.rollback
-            return
-        self._commit, self._rollback = conn.commit, conn.rollback
+        else:
+            self._commit, self._rollback = conn.commit, conn.rollback
+            self._dbapi_cursor(conn)
+        if self.procedures:  # committed by the call; a rollback after an error stays (MySQL)
+            self._commit = _nothing
+
+    def _dbapi_cursor(self, conn: Any) -> None:
         if type(conn).__module__.startswith("psycopg"):
             from psycopg.types.numeric import Int8Dumper
 
@@ -156,3 +188,7 @@ class TpccSession(Session):
             conn.prepared_max = max(conn.prepared_max or 0, PREPARED_MAX)
             conn.adapters.register_dumper(int, Int8Dumper)
         self.cur = conn.cursor()
+
+
+def _nothing() -> None:
+    """COMMIT in autocommit mode: the call committed already."""

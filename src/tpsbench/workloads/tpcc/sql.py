@@ -100,6 +100,8 @@ class Statements:
     Attributes a dialect does not use are None.
     """
 
+    # calls of the stored procedures, where the schema file has them (procedures.py)
+    call_new_order = call_payment = call_delivery = None
     # used only where the dialect has RETURNING/OUTPUT ...
     pay_warehouse = pay_district = pay_customer = None
     # ... and only where it has not (MySQL)
@@ -246,6 +248,8 @@ class Statements:
             "orders",
             f"o_w_id = ? AND {_pairs('o_d_id', 'o_id', k)} AND c_w_id = o_w_id AND c_d_id = o_d_id AND c_id = o_c_id",
         ), DISTRICTS_PER_WAREHOUSE)
+        # -- the stored procedures' calls (procedures.py) -----------------------------
+        s.update(_calls(d))
         # -- Stock-Level -----------------------------------------------------------------
         s["sl_count"] = (
             "SELECT COUNT(DISTINCT s_i_id) FROM district"
@@ -324,6 +328,27 @@ def _update_from(d: Dialect, table: str, assignments: str, source: str, conditio
     if d.update_join == "from-join":
         return f"UPDATE {table} SET {assignments} FROM {table} JOIN {source} ON {condition}"
     return f"UPDATE {table} SET {assignments} FROM {source} WHERE {condition}"
+
+
+#: parameter types of the procedures, in order: PostgreSQL picks a function by its
+#: argument types, so the call casts each parameter (ODBC and DB-API drivers would
+#: otherwise send text or int8 and find no such function)
+PROCEDURE_PARAMS = {
+    "new_order": ("INTEGER",) * 4 + ("INTEGER[]",) * 3,
+    "payment": ("INTEGER",) * 5 + ("VARCHAR", "NUMERIC"),
+    "delivery": ("INTEGER", "INTEGER"),
+}
+
+
+def _calls(d: Dialect) -> dict[str, str]:
+    """The call of each procedure: a SELECT of a PostgreSQL function, a MySQL CALL."""
+    if d.name == "postgresql":
+        return {f"call_{name}": f"SELECT * FROM tpcc_{name}({', '.join(f'CAST(? AS {t})' for t in types)})"
+                for name, types in PROCEDURE_PARAMS.items()}
+    if d.name == "mysql":
+        return {f"call_{name}": f"CALL tpcc_{name}({', '.join('?' * len(types))})"
+                for name, types in PROCEDURE_PARAMS.items()}
+    return {}
 
 
 def _concat(d: Dialect, *parts: str) -> str:

@@ -1,0 +1,100 @@
+"""TPC-C as stored procedures: one call, one round trip, per transaction.
+
+This is how HammerDB drives TPC-C on PostgreSQL and MySQL, and why its client costs
+little: the transaction's logic runs inside the server (``schemas/tpcc/<db>.sql``, after
+``-- procedures``), and the driver only draws the inputs, sends one call and reads one
+row. With the statement path (the other modules) a New-Order costs the driver eight
+round trips and a COMMIT; on a 2-core machine every one of them takes CPU from the
+database (bench/results/engine_tpcc.txt).
+
+The connection is in autocommit mode, so that the call is the whole transaction:
+
+- PostgreSQL runs the function as one implicit transaction. The 1% New-Order rollback
+  raises SQLSTATE ``TPCC1`` inside the function; the server then rolls the whole
+  transaction back, and the driver counts it as the expected rollback it is.
+- MySQL/MariaDB procedures open and commit their own transaction (in autocommit each of
+  their statements would otherwise commit on its own), roll back on any error before
+  passing it on, and roll back the 1% New-Order themselves, answering with a NULL O_ID.
+
+Inputs are drawn by the driver exactly as for the statement path (new_order.inputs
+and friends), so the same seed gives the same transactions either way; the outputs are
+the same dataclasses. Order-Status and Stock-Level are one statement each already and
+run as such, in autocommit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tpsbench.targets.base import error_codes
+from tpsbench.workloads.tpcc.delivery import DeliveryInputs, DeliveryOutput
+from tpsbench.workloads.tpcc.new_order import CENT, NewOrderInputs, NewOrderOutput
+from tpsbench.workloads.tpcc.payment import PaymentInputs, PaymentOutput
+from tpsbench.workloads.tpcc.sql import Statements, to_decimal
+
+#: the SQLSTATE of PostgreSQL's tpcc_new_order for an unused item (§2.4.2.3)
+ROLLBACK_SQLSTATE = "TPCC1"
+
+
+def available(s: Statements) -> bool:
+    """True where the dialect has the procedures (PostgreSQL, MySQL/MariaDB)."""
+    return s.call_new_order is not None
+
+
+def new_order(cur: Any, s: Statements, inp: NewOrderInputs) -> NewOrderOutput | None:
+    """Call tpcc_new_order; None for the expected rollback, which the server has done."""
+    w_id, lines = inp.w_id, inp.lines
+    all_local = int(all(sw == w_id for _, sw, _ in lines))
+    pack = _array if s.dialect.name == "postgresql" else _csv  # MySQL has no array parameters
+    params = (w_id, inp.d_id, inp.c_id, all_local, pack([line[0] for line in lines]),
+              pack([line[1] for line in lines]), pack([line[2] for line in lines]))
+    try:
+        cur.execute(s.call_new_order, params)
+    except Exception as exc:
+        if error_codes(exc)[0] == ROLLBACK_SQLSTATE:
+            return None
+        raise
+    row = _result(cur, "New-Order")
+    if row[0] is None:
+        return None
+    o_id, c_last, c_credit, brands, amount, discount, w_tax, d_tax = row
+    total = to_decimal(amount) * (1 - to_decimal(discount)) * (1 + to_decimal(w_tax) + to_decimal(d_tax))
+    return NewOrderOutput(int(o_id), c_last, c_credit, all_local, brands, total.quantize(CENT))
+
+
+def payment(cur: Any, s: Statements, inp: PaymentInputs) -> PaymentOutput:
+    """Call tpcc_payment (by C_ID, or by C_LAST when c_id is None)."""
+    cur.execute(s.call_payment, (inp.w_id, inp.d_id, inp.c_w_id, inp.c_d_id, inp.c_id, inp.c_last,
+                                 s.bind_money(inp.h_amount)))
+    c_id, c_credit, c_balance = _result(cur, "Payment")
+    return PaymentOutput(int(c_id), c_credit, to_decimal(c_balance))
+
+
+def delivery(cur: Any, s: Statements, inp: DeliveryInputs) -> DeliveryOutput:
+    """Call tpcc_delivery; its text answer lists the O_ID delivered per district, 0 for none."""
+    cur.execute(s.call_delivery, (inp.w_id, inp.o_carrier_id))
+    (text,) = _result(cur, "Delivery")
+    o_ids = [int(value) for value in text.split(",")]
+    delivered = tuple((d_id, o_id) for d_id, o_id in enumerate(o_ids, 1) if o_id)
+    skipped = tuple(d_id for d_id, o_id in enumerate(o_ids, 1) if not o_id)
+    return DeliveryOutput(delivered, skipped)
+
+
+def _result(cur: Any, what: str) -> tuple:
+    """The call's one row; then any further results (MySQL's CALL status) are drained."""
+    row = cur.fetchone()
+    nextset = getattr(cur, "nextset", None)
+    while nextset is not None and nextset():
+        pass
+    if row is None:
+        raise LookupError(f"{what}: the procedure returned no row")
+    return tuple(row)
+
+
+def _array(values: list[int]) -> str:
+    """A PostgreSQL array literal, ``{1,2,3}``: text that every driver sends alike."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+def _csv(values: list[int]) -> str:
+    return ",".join(map(str, values))
