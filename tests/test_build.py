@@ -39,6 +39,28 @@ def assert_built_and_consistent(url: str, scale: int, workers: int) -> None:
     assert read_meta(open_target(url), "tpcc")["state"] == "complete"
 
 
+ROUTINES_SQL = {
+    "postgresql": "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace",
+    "mysql": "SELECT routine_name FROM information_schema.routines WHERE routine_schema = DATABASE()",
+}
+
+
+def routines(url: str) -> set[str]:
+    target = open_target(url)
+    with target.engine.connect() as conn:
+        return {name for (name,) in conn.exec_driver_sql(ROUTINES_SQL[target.dialect])}
+
+
+@pytest.mark.parametrize("url_fixture", [
+    pytest.param("pg_url", marks=pytest.mark.postgresql), pytest.param("mysql_url", marks=pytest.mark.mysql)])
+def test_build_creates_and_drop_removes_the_stored_procedures(url_fixture: str, request: pytest.FixtureRequest) -> None:
+    url = request.getfixturevalue(url_fixture)
+    build("tpcc", 1, url, workers=2, show_progress=False)
+    assert routines(url) == {"tpcc_new_order", "tpcc_payment", "tpcc_delivery"}
+    drop("tpcc", url)
+    assert routines(url) == set() and not open_target(url).table_names() & set(TPCC.tables)
+
+
 @pytest.mark.parametrize("scale", [1, 4])
 def test_sqlite_build_and_check(sqlite_url: str, scale: int) -> None:
     assert_built_and_consistent(sqlite_url, scale, workers=1)

@@ -60,3 +60,13 @@ def test_existing_tables_are_refused_and_kept(tmp_path: Path) -> None:
     assert_one_line_error(again, "already has tpcc tables", "--drop-existing")
     assert db.stat().st_size == size_before
     assert tpsbench("check", "tpcc", cwd=tmp_path).returncode == 0
+
+
+def test_procedures_on_sqlite_are_refused_before_the_run(tmp_path: Path) -> None:
+    """SQLite has no stored procedures: the run stops with one line and records nothing."""
+    db = f"sqlite:///{tmp_path / 'tpcc.db'}"
+    assert tpsbench("build", "tpcc", "--scale", "1", "--db", db, cwd=tmp_path).returncode == 0
+    result = tpsbench("run", "tpcc", "--db", db, "--procedures", "on", "--users", "1", "--duration", "1s",
+                      cwd=tmp_path)
+    assert_one_line_error(result, "no stored procedures for sqlite", "--procedures off")
+    assert not (tmp_path / "tpsbench-results.db").exists()

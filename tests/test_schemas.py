@@ -17,7 +17,7 @@ import sqlalchemy as sa
 import sqlglot
 from sqlglot import exp
 
-from tpsbench.resources import schema_file, split_ddl
+from tpsbench.resources import schema_file, split_ddl, split_routines
 from tpsbench.targets import open_target
 
 TABLES = {"warehouse", "district", "customer", "history", "orders", "new_order", "order_line", "item", "stock"}
@@ -137,6 +137,20 @@ def test_ddl_file_layout(dialect: str) -> None:
     assert len(tables) == 9 and len(indexes) == 2
     assert not re.search(r"\b(REFERENCES|FOREIGN\s+KEY|^GO$)", text, re.IGNORECASE | re.MULTILINE)
     assert not re.search(r"\b(FLOAT|DOUBLE|REAL|MONEY)\b", "\n".join(tables + indexes), re.IGNORECASE)
+    routines = split_routines(text)
+    expected = {"tpcc_new_order", "tpcc_payment", "tpcc_delivery"} if dialect in ("postgresql", "mysql") else set()
+    assert {name for _, name, _ in routines} == expected
+    assert all(body.lstrip("-").strip() and "CREATE" in body and "//" not in body for _, _, body in routines)
+
+
+def test_routines_are_split_on_their_own_end_lines() -> None:
+    text = ("CREATE TABLE t (x INT);\n-- indexes\nCREATE INDEX i ON t (x);\n-- procedures (two)\n"
+            "-- first\nCREATE FUNCTION f() RETURNS int AS $$ SELECT 1; $$ LANGUAGE sql\n//\n"
+            "CREATE PROCEDURE p() BEGIN SELECT 1; SELECT 2; END\n//\n")
+    assert split_ddl(text) == (["CREATE TABLE t (x INT)"], ["CREATE INDEX i ON t (x)"])
+    assert [(kind, name) for kind, name, _ in split_routines(text)] == [("FUNCTION", "f"), ("PROCEDURE", "p")]
+    assert split_routines(text)[1][2] == "CREATE PROCEDURE p() BEGIN SELECT 1; SELECT 2; END"
+    assert split_routines("CREATE TABLE t (x INT);\n-- procedures=on is a comment, not the marker\n") == []
 
 
 def test_mssql_ddl_matches(canonical: Shape) -> None:

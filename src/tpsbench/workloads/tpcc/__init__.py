@@ -61,7 +61,7 @@ class TpccWorkload(Workload, RunnableWorkload):
         if not uses_procedures(dict(options), statements(target.dialect)):
             return None
         names = install_routines(self.name, target)
-        return f"tpcc: one stored-procedure call per transaction ({', '.join(names)}; -o procedures=off: statements)"
+        return f"tpcc: one stored-procedure call per transaction ({', '.join(names)}; --procedures off: statements)"
 
     def evidence(self, conn: Any) -> dict[str, int]:
         return evidence.evidence(conn)

@@ -90,7 +90,7 @@ def uses_procedures(options: dict[str, str], s: Statements) -> bool:
     if mode not in PROCEDURE_MODES:
         raise TpsbenchError(f"TPC-C option procedures={mode!r}: use one of {', '.join(PROCEDURE_MODES)}")
     if mode == "on" and not procedures.available(s):
-        raise TpsbenchError(f"TPC-C has no stored procedures for {s.dialect.name}; use -o procedures=off")
+        raise TpsbenchError(f"TPC-C has no stored procedures for {s.dialect.name}; use --procedures off")
     return mode == "on" or (mode == "auto" and procedures.available(s))
 
 
