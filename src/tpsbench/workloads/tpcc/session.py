@@ -144,7 +144,8 @@ class TpccSession(Session):
         try:
             output = self._execute[name](self.cur, self.stmts, inputs)
             if output is None:
-                self._rollback()
+                if not self.procedures:  # a procedure has rolled back already (or its server did)
+                    self._rollback()
                 return False
             self._commit()
         except BaseException:
