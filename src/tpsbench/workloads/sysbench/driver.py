@@ -136,8 +136,11 @@ class PsycopgRunner(StatementRunner):
 
     def run(self, sql: str, params: Sequence[int | str]) -> int:
         name = self.names.get(sql) or self._prepare(sql)
-        values = [str(v).encode() for v in params]
-        return self._check(self.pgconn.exec_prepared(name, values))
+        res = self.pgconn.exec_prepared(name, [str(v).encode() for v in params])
+        if res.status == self.tuples_ok:  # the common case inline: one call less per statement
+            res.clear()
+            return READ
+        return self._check(res)
 
     def run_plain(self, sql: str) -> int:
         return self._check(self.pgconn.exec_(sql.encode()))
@@ -159,7 +162,7 @@ class MysqlclientRunner(StatementRunner):
         if template is None:
             template = self.templates[sql] = sql.encode()
         lit = self.literal
-        values = tuple(b"%d" % v if isinstance(v, int) else lit(v.encode()) for v in params)
+        values = tuple([b"%d" % v if isinstance(v, int) else lit(v.encode()) for v in params])
         conn = self.conn
         conn.query(template % values)
         result = conn.store_result()

@@ -83,6 +83,10 @@ class SbRand:
         self.params = params
         self._r = rng.random
         self._iter_mult = 1.0 / params.spec_iter
+        # special()'s constants, read once here rather than through properties per draw
+        self._iters = range(params.spec_iter)
+        self._res_mult = params.res_mult
+        self._pct = params.spec_pct
         self._zipf = _ZipfConstants(params.zipf_exp)
         self.default: Callable[[int, int], int] = getattr(self, params.rand_type)
 
@@ -97,16 +101,16 @@ class SbRand:
         return a + int(total * self._iter_mult)
 
     def special(self, a: int, b: int) -> int:
-        p, r = self.params, self._r
+        r = self._r
         t = b - a
         u = r()
-        if u * (t * p.res_mult) < t:  # the (100 - res) % that follow the bell shape
+        if u * (t * self._res_mult) < t:  # the (100 - res) % that follow the bell shape
             total = 0.0
-            for _ in range(p.spec_iter):
+            for _ in self._iters:
                 total += r()
             return int(a + total * t * self._iter_mult)
-        window = t * p.spec_pct / 100.0
-        return a + int(u * (window + 1) + t / 2 - t * p.spec_pct / 200.0)
+        pct = self._pct
+        return a + int(u * (t * pct / 100.0 + 1) + t / 2 - t * pct / 200.0)
 
     def pareto(self, a: int, b: int) -> int:
         return a + int((b - a + 1) * self._r() ** self.params.pareto_power)

@@ -19,6 +19,7 @@ Think and keying times are 0: sysbench users never wait between events.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from tpsbench.api.session import RunContext, Session
@@ -38,6 +39,8 @@ DUPLICATE_SQLSTATES = frozenset({"23505"})
 DUPLICATE_CODES = frozenset({1062, 2627, 2601})
 
 Statement = tuple[str, tuple[int | str, ...]]
+#: appends one statement group's statements: (out, the group's SQL per table, count)
+Drawer = Callable[[list[Statement], tuple[str, ...], int], None]
 
 
 class SysbenchSession(Session):
@@ -65,6 +68,7 @@ class SysbenchSession(Session):
         #: statements executed, indexed by driver.READ / WRITE / OTHER
         self.totals = [0, 0, 0]
         self.runner: driver.StatementRunner | None = None
+        self.steps = self._steps()
         self.rebind(conn)
 
     @property
@@ -86,52 +90,71 @@ class SysbenchSession(Session):
 
     def inputs(self, name: str) -> list[Statement]:
         """Every statement of one transaction with its parameters, drawn as sysbench draws them."""
-        rnd = self.rand
-        table = rnd.uniform
-        default = rnd.default
-        size, tables, by_group = self.table_size, self.tables, self.sql.by_group
         out: list[Statement] = []
-        for group, count in self.plan.groups:
-            if group == "point_selects" or group == "index_updates" or group == "deletes":
-                texts = by_group[group]
-                sql = texts[table(1, tables)]
-                for _ in range(count):
-                    out.append((sql, (default(1, size),)))
-            elif group in ("simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges"):
-                sql = by_group[group][table(1, tables)]
-                span = self.opts.range_size - 1
-                for _ in range(count):
-                    low = default(1, size)
-                    out.append((sql, (low, low + span)))
-            elif group == "non_index_updates":
-                sql = by_group[group][table(1, tables)]
-                for _ in range(count):
-                    out.append((sql, (rnd.digit_groups(10), default(1, size))))
-            elif group == "delete_inserts":
-                t = table(1, tables)
-                delete, insert = by_group["deletes"][t], by_group["inserts"][t]
-                for _ in range(count):
-                    ident, k = default(1, size), default(1, size)
-                    out.append((delete, (ident,)))
-                    out.append((insert, (ident, k, rnd.digit_groups(10), rnd.digit_groups(5))))
-            elif group == "insert_auto":
-                sql = by_group[group][table(1, tables)]
-                values: tuple[int | str, ...] = (default(1, size), rnd.digit_groups(10), rnd.digit_groups(5))
-                if self.sql.client_ids:
-                    values = (self.next_client_id, *values)
-                    self.next_client_id -= self.users
-                out.append((sql, values))
-            elif group == "random_points":
-                low, high = self._slice()
-                out.append((self.sql.random_points, tuple(default(low, high) for _ in range(self.opts.random_points))))
-            elif group == "random_ranges":
-                low, high = self._slice()
-                params: list[int] = []
-                for _ in range(self.opts.number_of_ranges):
-                    value = default(low, high)
-                    params += (value, value + self.opts.delta)
-                out.append((self.sql.random_ranges, tuple(params)))
+        for draw, texts, count in self.steps:
+            draw(out, texts, count)
         return out
+
+    # -- one drawer per statement group: (out, the group's SQL per table, count) ---------
+    # Looked up once per session (see _steps) rather than by comparing group names per
+    # transaction; each appends its statements in sysbench's order, drawing in its order.
+    def _by_id(self, out: list[Statement], texts: tuple[str, ...], count: int) -> None:
+        sql, default, size = texts[self.rand.uniform(1, self.tables)], self.rand.default, self.table_size
+        for _ in range(count):
+            out.append((sql, (default(1, size),)))
+
+    def _ranges(self, out: list[Statement], texts: tuple[str, ...], count: int) -> None:
+        sql, default, size = texts[self.rand.uniform(1, self.tables)], self.rand.default, self.table_size
+        span = self.opts.range_size - 1
+        for _ in range(count):
+            low = default(1, size)
+            out.append((sql, (low, low + span)))
+
+    def _non_index_updates(self, out: list[Statement], texts: tuple[str, ...], count: int) -> None:
+        rnd = self.rand
+        sql = texts[rnd.uniform(1, self.tables)]
+        for _ in range(count):
+            out.append((sql, (rnd.digit_groups(10), rnd.default(1, self.table_size))))
+
+    def _delete_inserts(self, out: list[Statement], texts: tuple[str, ...], count: int) -> None:
+        rnd, size = self.rand, self.table_size
+        t = rnd.uniform(1, self.tables)
+        delete, insert = self.sql.by_group["deletes"][t], self.sql.by_group["inserts"][t]
+        for _ in range(count):
+            ident, k = rnd.default(1, size), rnd.default(1, size)
+            out.append((delete, (ident,)))
+            out.append((insert, (ident, k, rnd.digit_groups(10), rnd.digit_groups(5))))
+
+    def _insert_auto(self, out: list[Statement], texts: tuple[str, ...], count: int) -> None:
+        rnd = self.rand
+        sql = texts[rnd.uniform(1, self.tables)]
+        values: tuple[int | str, ...] = (rnd.default(1, self.table_size), rnd.digit_groups(10), rnd.digit_groups(5))
+        if self.sql.client_ids:
+            values = (self.next_client_id, *values)
+            self.next_client_id -= self.users
+        out.append((sql, values))
+
+    def _random_points(self, out: list[Statement], texts: tuple[str, ...], count: int) -> None:
+        low, high = self._slice()
+        default = self.rand.default
+        out.append((self.sql.random_points, tuple(default(low, high) for _ in range(self.opts.random_points))))
+
+    def _random_ranges(self, out: list[Statement], texts: tuple[str, ...], count: int) -> None:
+        low, high = self._slice()
+        params: list[int] = []
+        for _ in range(self.opts.number_of_ranges):
+            value = self.rand.default(low, high)
+            params += (value, value + self.opts.delta)
+        out.append((self.sql.random_ranges, tuple(params)))
+
+    def _steps(self) -> tuple[tuple[Drawer, tuple[str, ...], int], ...]:
+        """The plan's groups as (drawer, SQL per table, count), in the plan's order."""
+        drawers = {"point_selects": self._by_id, "index_updates": self._by_id, "deletes": self._by_id,
+                   "simple_ranges": self._ranges, "sum_ranges": self._ranges, "order_ranges": self._ranges,
+                   "distinct_ranges": self._ranges, "non_index_updates": self._non_index_updates,
+                   "delete_inserts": self._delete_inserts, "insert_auto": self._insert_auto,
+                   "random_points": self._random_points, "random_ranges": self._random_ranges}
+        return tuple((drawers[group], self.sql.by_group.get(group, ()), count) for group, count in self.plan.groups)
 
     def execute(self, name: str, inputs: object) -> bool:
         """Send the transaction; False when a duplicate key ended it (sysbench ignores those).
