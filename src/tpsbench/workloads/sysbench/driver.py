@@ -9,9 +9,10 @@ where that layer is measured to matter, and stays on DB-API everywhere else:
 * psycopg 3: server-side prepared statements through ``pgconn.prepare`` /
   ``exec_prepared`` (libpq's PQprepare / PQexecPrepared, which is what sysbench's pgsql
   driver calls), text parameters, results left in libpq's memory as sysbench leaves them;
-* mysqlclient: ``query`` + ``store_result`` on the C connection with the values rendered
+* mysqlclient: ``query`` + ``discard_result`` on the C connection with the values rendered
   as literals (text protocol: sysbench uses server-side prepared statements instead, so
-  the server parses each statement here);
+  the server parses each statement here; bench/results/mariadb_protocols.txt shows why
+  MariaDB Connector/Python's binary protocol is not used);
 * anything else (sqlite3, PyMySQL, pyodbc): ``cursor.execute`` and ``fetchall``.
 
 Every runner answers with sysbench's classification of the statement it ran: READ when it
@@ -150,12 +151,19 @@ class PsycopgRunner(StatementRunner):
 
 
 class MysqlclientRunner(StatementRunner):
-    """mysqlclient's C connection: one ``query`` round trip per statement, results stored."""
+    """mysqlclient's C connection: one ``query`` round trip per statement.
+
+    A result set is read to its end and dropped by ``discard_result`` (mysqlclient 2.2),
+    as sysbench reads and frees its rows, without the result object (and its per-column
+    converters) that ``store_result`` builds and sysbench has no use for.
+    """
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
         self.templates: dict[str, bytes] = {}
         self.literal = conn.string_literal
+        #: reads a result set to its end and frees it (store_result where mysqlclient is older)
+        self.drop_result = getattr(conn, "discard_result", None) or conn.store_result
 
     def run(self, sql: str, params: Sequence[int | str]) -> int:
         template = self.templates.get(sql)
@@ -165,8 +173,8 @@ class MysqlclientRunner(StatementRunner):
         values = tuple([b"%d" % v if isinstance(v, int) else lit(v.encode()) for v in params])
         conn = self.conn
         conn.query(template % values)
-        result = conn.store_result()
-        if result is not None:
+        if conn.field_count():  # a result set: every row read from the server, in C, and dropped
+            self.drop_result()
             return READ
         return WRITE if conn.affected_rows() > 0 else OTHER
 
