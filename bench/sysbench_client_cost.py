@@ -8,11 +8,12 @@ round so that a change in machine load hits them all alike.
 A variant is ``NAME=REV:WORKERS[:CLIENT[:NICE]]``: the code of git revision REV (``work`` =
 the working tree; any other is exported with ``git archive`` into a temporary folder and
 put first on PYTHONPATH), WORKERS worker processes (``users`` = one per user), the sysbench
-``--client`` path (fast, the default, or dbapi) and the client's nice value (default 0). Each run is a separate coordinator
-process; what is measured is the steady state only: TPS from the step summary, and CPU
-from /proc between the end of the ramp-up and the end of the last steady interval, for
-the client (coordinator and workers, user and system time apart) and for the server
-(PostgreSQL: the backends of the benchmark database; MariaDB: all of mariadbd).
+``--client`` path (fast, the default, or dbapi) and the client's nice value (default 0).
+Each run is a separate coordinator process; what is measured is the steady state only:
+TPS from the step summary, and CPU from /proc between the end of the ramp-up and the end
+of the last steady interval, for the client (coordinator and workers, user and system
+time apart) and for the server (PostgreSQL: the backends of the benchmark database;
+MariaDB: all of mariadbd).
 
     python bench/sysbench_client_cost.py --server postgresql --mode oltp_point_select \\
         --variant base=HEAD:2 --variant new=work:2 --rounds 3 --seconds 15
@@ -92,8 +93,8 @@ wl.configure(options)
 meta = wl.verify_schema(open_target(url))
 ctx = RunContext("sysbench", url, int(meta["scale"]), 1,
                  {k[6:]: int(v) for k, v in meta.items() if k.startswith("const_")}, options)
-outcome = run_steps(ctx, wl, [Step(users=users, duration_s=seconds, rampup_s=2.0, interval_s=2.0 if seconds < 10 else 5.0)],
-                    on_interval, workers=workers, live=None)
+step = Step(users=users, duration_s=seconds, rampup_s=2.0, interval_s=2.0 if seconds < 10 else 5.0)
+outcome = run_steps(ctx, wl, [step], on_interval, workers=workers, live=None)
 step = outcome.steps[0]
 (_, _, start), *steady = marks
 commits = sum(m[1] for m in steady)
@@ -119,8 +120,8 @@ def source_tree(rev: str, tmp: Path) -> Path:
 def run_variant(src: Path, server: str, mode: str, seconds: float, users: int, workers: str,
                 client: str, nice: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(src))
-    out = subprocess.run(["nice", "-n", str(nice), sys.executable, "-c", CHILD, URLS[server], server, mode, str(seconds), str(users),
-                          workers, client], check=True, capture_output=True, text=True, env=env)
+    command = [sys.executable, "-c", CHILD, URLS[server], server, mode, str(seconds), str(users), workers, client]
+    out = subprocess.run(["nice", "-n", str(nice), *command], check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -148,13 +149,15 @@ def main(argv: list[str] | None = None) -> None:
             for name, src, workers, client, nice in order:
                 r = run_variant(src, args.server, args.mode, args.seconds, args.users, workers, client, nice)
                 results[name].append(r)
-                print(f"round {round_no + 1} {name:12} tps {r['tps']:9,.0f}  client {1e6 * (r['user'] + r['sys']) / TICK:6.1f}"
+                client_us = 1e6 * (r["user"] + r["sys"]) / TICK
+                print(f"round {round_no + 1} {name:12} tps {r['tps']:9,.0f}  client {client_us:6.1f}"
                       f" (user {1e6 * r['user'] / TICK:5.1f} sys {1e6 * r['sys'] / TICK:5.1f})"
                       f"  server {1e6 * r['server'] / TICK:6.1f}{'  ' + str(r['problems']) if r['problems'] else ''}",
                       flush=True)
     first = variants[0][0]
     base_tps = sum(r["tps"] for r in results[first]) / args.rounds
-    print(f"{'variant':12} {'spec':>14} {'tps':>9} {'vs ' + first:>9} {'client':>7} {'user':>6} {'sys':>6} {'server':>7}")
+    print(f"{'variant':12} {'spec':>14} {'tps':>9} {'vs ' + first:>9} {'client':>7} {'user':>6} {'sys':>6} "
+          f"{'server':>7}")
     for (name, *_), spec in zip(variants, args.variant):
         rows = results[name]
 
