@@ -210,12 +210,15 @@ class MysqlclientCursor(BufferedRows):
         self.pos = 0
         self.rowcount = -1
         self.lastrowid: int | None = None
+        self._drain()  # a kept connection may still hold the last CALL's status
 
     def execute(self, sql: str, params: Any = ()) -> MysqlclientCursor:
         template = self.templates.get(sql)
         if template is None:
             template = self.templates[sql] = sql.encode("utf8")
         conn = self.conn
+        if conn.more_results():
+            self._drain()
         if params:
             lit, other = self.literal, self.other
             conn.query(template % tuple([b"%d" % v if type(v) is int else (lit.get(type(v)) or other)(v)
@@ -227,15 +230,30 @@ class MysqlclientCursor(BufferedRows):
         self.lastrowid = conn.insert_id()
         self.rows = result.fetch_row(0) if result is not None else ()
         self.pos = 0
-        while conn.next_result() == 0:  # a CALL's status after its rows: read, not kept
-            conn.store_result()
         return self
 
     def commit(self) -> None:
+        self._drain()
         self.conn.commit()
 
     def rollback(self) -> None:
+        self._drain()
         self.conn.rollback()
+
+    def _drain(self) -> None:
+        """Read what a CALL left after its rows (its status), before the next command.
+
+        Deferred from execute() on purpose: the server sends a CALL's status a moment
+        after the procedure's last SELECT, and waiting for it there puts the client to
+        sleep a second time per call (bench/results/round_trip_cost.txt); by the next
+        command it has long arrived. Our procedures end with that SELECT, after their
+        COMMIT, so the status carries no error that would belong to the last call. The
+        state is the connection's (``more_results``), so a cursor made later on a kept
+        connection drains it too, as its constructor does.
+        """
+        conn = self.conn
+        while conn.more_results() and conn.next_result() == 0:
+            conn.store_result()
 
     def close(self) -> None:
         self.templates.clear()

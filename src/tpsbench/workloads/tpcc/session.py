@@ -168,10 +168,10 @@ class TpccSession(Session):
         """Take ``conn`` and the target's fast cursor on it, else set it up for prepared
         statements (psycopg's cursor) or take a plain cursor."""
         self.conn = conn
+        fast = getattr(self.target, "fast_cursor", None) if self.fast else None
+        cur = fast(conn) if fast is not None else None  # first: it reads what a kept connection holds
         if self.procedures:
             set_autocommit(conn)  # each call is its own transaction
-        fast = getattr(self.target, "fast_cursor", None) if self.fast else None
-        cur = fast(conn) if fast is not None else None
         if cur is not None:
             self.cur = cur
             self._commit, self._rollback = cur.commit, cur.rollback
