@@ -75,6 +75,11 @@ class Session(ABC):
         """Use ``conn`` from now on (after a reconnect): prepare statements again here."""
         self.conn = conn
 
+    # A session may also keep ``statement_counts``, a mapping of statement kind ("read",
+    # "write", "other") to a running total: the worker reports its growth per interval
+    # and steps show QPS by kind (see tpsbench.api.worker). Not an abstract member: most
+    # workloads count transactions only.
+
 
 class RunnableWorkload(ABC):
     """The run side of a workload: a mixin next to :class:`tpsbench.api.workload.Workload`."""

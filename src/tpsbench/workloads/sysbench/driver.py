@@ -31,7 +31,6 @@ and nothing outside this package uses it.
 from __future__ import annotations
 
 import itertools
-import sqlite3
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -44,27 +43,6 @@ KINDS = ("read", "write", "other")
 _PREPARED: weakref.WeakKeyDictionary[Any, dict[str, bytes]] = weakref.WeakKeyDictionary()
 #: statement names unique in the process, so that none is ever prepared twice on a connection
 _NUMBERS = itertools.count(1)
-
-
-def set_autocommit(conn: Any) -> None:
-    """Put a DB-API connection in autocommit mode, whatever its driver calls that.
-
-    Sessions issue BEGIN and COMMIT as statements of their own, as sysbench does, so that
-    autocommit scripts (oltp_point_select ...) and ``--skip-trx`` send exactly one
-    statement per statement and transactional ones exactly sysbench's two more.
-    """
-    if isinstance(conn, sqlite3.Connection):
-        if conn.in_transaction:
-            conn.rollback()
-        conn.isolation_level = None
-        return
-    switch = getattr(conn, "autocommit", None)
-    if callable(switch):  # mysqlclient, PyMySQL
-        switch(True)
-        return
-    if getattr(conn, "info", None) is not None and hasattr(conn, "pgconn"):  # psycopg: idle first
-        conn.rollback()
-    conn.autocommit = True
 
 
 class StatementRunner:

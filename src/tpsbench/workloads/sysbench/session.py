@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tpsbench.api.session import RunContext, Session
-from tpsbench.targets.base import Target, error_codes
+from tpsbench.targets.base import Target, error_codes, set_autocommit
 from tpsbench.workloads.sysbench import driver
 from tpsbench.workloads.sysbench.common import SqlSet, sql_set
 from tpsbench.workloads.sysbench.modes import (
@@ -82,7 +82,7 @@ class SysbenchSession(Session):
         if self.runner is not None:
             self.runner.close()
         self.conn = conn
-        driver.set_autocommit(conn)
+        set_autocommit(conn)  # BEGIN and COMMIT are statements of their own, as sysbench sends them
         self.runner = driver.runner_for(conn, self.fast)
 
     def next_transaction(self) -> str:
