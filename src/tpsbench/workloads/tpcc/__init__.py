@@ -12,6 +12,7 @@ from typing import Any
 from tpsbench.api.batch import Batch
 from tpsbench.api.session import RunContext, RunnableWorkload, Session
 from tpsbench.api.workload import Check, LoadParams, LoadTask, Workload
+from tpsbench.errors import TpsbenchError
 from tpsbench.targets.base import Target
 from tpsbench.workloads.tpcc import evidence, loader, mix
 from tpsbench.workloads.tpcc.checks import CHECKS
@@ -60,7 +61,10 @@ class TpccWorkload(Workload, RunnableWorkload):
 
         if not uses_procedures(dict(options), statements(target.dialect)):
             return None
-        names = install_routines(self.name, target)
+        try:
+            names = install_routines(self.name, target)
+        except TpsbenchError as exc:
+            raise TpsbenchError(f"{exc} (run with --procedures off to send statements instead)") from exc
         return f"tpcc: one stored-procedure call per transaction ({', '.join(names)}; --procedures off: statements)"
 
     def evidence(self, conn: Any) -> dict[str, int]:
