@@ -417,17 +417,31 @@ def run_mix(db: Db, users: list[int], per_session: int, **options: str) -> Count
     return commits
 
 
-def test_consistency_and_evidence_after_hundreds_of_transactions(db: Db, mode: str) -> None:
-    """Four users (two per warehouse) run 100 transactions each, concurrently; then every
-    condition that holds after a run (1-10, 12) holds and the evidence matches exactly."""
+def assert_mix_consistent(db: Db, runner: Db, users: list[int], per_session: int, **options: str) -> Counter[str]:
+    """Run the mix through ``runner`` (``db`` or another path to the same database); then
+    the evidence matches the commits exactly and every condition that holds after a run
+    (1-10, 12) holds. Returns the commits."""
     before = evidence(db.conn)
-    commits = run_mix(db, list(range(4)), 100, procedures=mode)
-    assert sum(commits.values()) >= 380 and commits["delivery"] > 0 and commits["payment"] > 0
+    commits = run_mix(runner, users, per_session, **options)
     after = evidence(db.conn)
     assert {k: after[k] - before[k] for k in after} == expected_evidence(dict(commits))
     for check in CHECKS:
         if check.holds_after_run:
             assert db.rows(check.sql) == [], f"condition {check.number} ({check.title}) fails"
+    return commits
+
+
+def test_consistency_and_evidence_after_hundreds_of_transactions(db: Db, mode: str) -> None:
+    """Four users (two per warehouse) run 100 transactions each, concurrently."""
+    commits = assert_mix_consistent(db, db, list(range(4)), 100, procedures=mode)
+    assert sum(commits.values()) >= 380 and commits["delivery"] > 0 and commits["payment"] > 0
+
+
+def test_dbapi_client_path(db: Db, mode: str) -> None:
+    """client=dbapi: the driver's DB-API cursor instead of the fast cursor (psycopg's own
+    prepared statements, MySQLdb's cursor and its result sets of a CALL)."""
+    commits = assert_mix_consistent(db, db, [0, 1], 60, procedures=mode, client="dbapi")
+    assert sum(commits.values()) >= 110
 
 
 def test_mix_through_odbc(db: Db, mode: str) -> None:
@@ -441,14 +455,7 @@ def test_mix_through_odbc(db: Db, mode: str) -> None:
     url = make_url(db.url)
     url = url.set(drivername=f"{url.get_backend_name()}+pyodbc", query={"driver": driver})
     text = url.render_as_string(hide_password=False)
-    odbc = Db(text, open_target(text), db.ctx, db.conn, db.opened)
-    before = evidence(db.conn)
-    commits = run_mix(odbc, [0, 1], 40, procedures=mode)
-    after = evidence(db.conn)
-    assert {k: after[k] - before[k] for k in after} == expected_evidence(dict(commits))
-    for check in CHECKS:
-        if check.holds_after_run:
-            assert db.rows(check.sql) == [], f"condition {check.number} ({check.title}) fails"
+    assert_mix_consistent(db, Db(text, open_target(text), db.ctx, db.conn, db.opened), [0, 1], 40, procedures=mode)
 
 
 def test_all_warehouses_mode_spreads_users(db: Db) -> None:
