@@ -33,6 +33,8 @@ leaves background out, which is the upper bound on the driver's share.
 ``--variants`` lists the run options to compare, run alternately (options of one variant
 joined by ``+``, e.g. ``procedures=off+client=dbapi``): the stored-procedure path (one
 call per transaction, the default wherever it exists) against the statement path.
+Two engine settings can be varied too: ``multiplex=on|off`` (users sharing one thread
+per worker, tpsbench.api.multiplex, or a thread each) and ``workers=K``.
 
 Also checks, before the runs, that psycopg really runs the TPC-C statements as
 prepared statements (pg_prepared_statements of a session after 300 transactions).
@@ -410,7 +412,8 @@ class Result:
 
 def run_one(server: str, users: int, rampup: float, duration: float, options: dict[str, str] | None = None,
             db: str = DB, scale: int = 2, every: float = SAMPLE_S, memory_every: int = 0,
-            workers: int | None = None, fresh: bool = True) -> tuple[Result, RunRecord, Monitor]:
+            workers: int | None = None, fresh: bool = True, multiplex: bool = True,
+            ) -> tuple[Result, RunRecord, Monitor]:
     """One step through :func:`tpsbench.api.runner.run`, watched by a :class:`Monitor`; the
     result of its steady window.
 
@@ -437,7 +440,8 @@ def run_one(server: str, users: int, rampup: float, duration: float, options: di
     with tempfile.TemporaryDirectory(prefix="tpsb_eng_") as tmp:
         config = RunConfig(workload="tpcc", url=url, users=[users], rampup_s=rampup, duration_s=duration,
                            interval_s=10.0, options={"think": "off", **(options or {})}, build_scale=scale,
-                           results_url=f"sqlite:///{tmp}/results.db", seed=12345, workers=workers)
+                           results_url=f"sqlite:///{tmp}/results.db", seed=12345, workers=workers,
+                           multiplex=multiplex)
         with Monitor(server, db, every, memory_every) as monitor:
             record = run(config, live=None)
         summary = record.outcome.steps[0].summary
@@ -497,7 +501,10 @@ def main(argv: list[str] | None = None) -> None:
         for _ in range(args.repeat):
             for variant in args.variants.split(","):
                 options = dict(item.split("=", 1) for item in variant.split("+"))
-                result, _, _ = run_one(server, args.users, args.rampup, args.duration, options)
+                engine = {"multiplex": options.pop("multiplex", "on") == "on"}
+                if "workers" in options:
+                    engine["workers"] = int(options.pop("workers"))
+                result, _, _ = run_one(server, args.users, args.rampup, args.duration, options, **engine)
                 result.variant = variant
                 results.append(result)
                 for line in describe(result):

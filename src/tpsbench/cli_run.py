@@ -40,6 +40,10 @@ def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Name of the storage configuration under test, e.g. 'RAID10 8x SSHD'."),
         click.option("--workers", type=int, default=None, metavar="K",
                      help="Driver processes hosting the users (default: one per core)."),
+        click.option("--multiplex/--no-multiplex", default=True, show_default=True,
+                     help="Let one thread per worker wait on the sockets of all its users whose transactions are"
+                          " one call each (TPC-C with stored procedures): less client CPU per transaction than a"
+                          " thread per user. --no-multiplex gives every user a thread of its own."),
         click.option("--seed", type=int, default=None, help="Random seed (default: drawn, and stored with the run)."),
         click.option("--notes", default="", help="Free text stored with the run."),
         click.option("--build-if-missing", "build_scale", default=None, metavar="SCALE",
@@ -69,6 +73,7 @@ def _make_run_command(name: str, options: tuple[Option, ...], doc: str) -> click
             seed=values["seed"], options={o.name: str(values[o.name]) for o in options},
             results_url=values["results_url"], notes=values["notes"],
             build_scale=None if values["build_scale"] is None else parse_scale(name, values["build_scale"]),
+            multiplex=values["multiplex"],
         )
         record = run(config, live=lambda line: click.echo(line, err=True))
         click.echo(render([record.store.load_run(record.run_id)]), nl=False)

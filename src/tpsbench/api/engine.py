@@ -61,6 +61,8 @@ class Step:
     duration_s: float
     rampup_s: float = 0.0
     interval_s: float = 10.0
+    #: host users whose sessions allow it on one shared thread per worker (tpsbench.api.multiplex)
+    multiplex: bool = True
 
 
 class RunStatus(str, Enum):
@@ -252,7 +254,7 @@ class Coordinator:
         sent: set[int] = set()
         for handle in handles:
             plan = StepPlan(number, list(range(handle.index, step.users, self.count)), step.users,
-                            step.rampup_s, step.duration_s, step.interval_s, start_at, think)
+                            step.rampup_s, step.duration_s, step.interval_s, start_at, think, step.multiplex)
             if handle.send(plan):
                 sent.add(handle.index)
             else:

@@ -51,6 +51,8 @@ class RunConfig:
     notes: str = ""
     #: build the workload at this scale first when the database has no build of it
     build_scale: int | None = None
+    #: users of single-call sessions share one thread per worker (tpsbench.api.multiplex)
+    multiplex: bool = True
 
 
 @dataclass
@@ -87,8 +89,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print) -> RunRec
     wl.configure(ctx.options)
     if meta.get("note") and live is not None:
         live(meta["note"])
-    steps = [Step(users=u, duration_s=config.duration_s, rampup_s=config.rampup_s, interval_s=config.interval_s)
-             for u in config.users]
+    steps = [Step(users=u, duration_s=config.duration_s, rampup_s=config.rampup_s, interval_s=config.interval_s,
+                  multiplex=config.multiplex) for u in config.users]
     check_connection_limit(ctx, steps)
     prepared = wl.prepare_run(target, ctx.options)
     if prepared and live is not None:

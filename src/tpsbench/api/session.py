@@ -14,7 +14,7 @@ prepared) and use the DB-API connection directly.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +62,25 @@ class Session(ABC):
         On failure: roll back, then raise the driver's exception unchanged so that the
         engine can tell retryable and disconnect errors apart through the target.
         """
+
+    # -- single-call sessions: how the engine hosts many users on one thread ----------
+    #: Set by a session whose every transaction is one statement in autocommit mode (TPC-C
+    #: with stored procedures) to the cursor it runs them on. When that cursor can send
+    #: without waiting (``send``/``fileno``/``ready``/``receive``, as the targets' fast
+    #: cursors do), the engine may run the user on a thread shared with other users that
+    #: waits on all their sockets at once (tpsbench.api.multiplex) instead of calling
+    #: execute(): it sends request(), waits, and calls answer(). None: execute() only.
+    single_call_cursor: Any = None
+
+    def request(self, name: str, inputs: object) -> tuple[str, Sequence[Any]]:
+        """The statement and parameters that are the whole of ``name`` (single-call sessions)."""
+        raise NotImplementedError(f"{type(self).__name__} runs its transactions through execute() only")
+
+    def answer(self, name: str, inputs: object, error: Exception | None) -> bool:
+        """After request()'s statement: read its result from ``single_call_cursor``, or take
+        the ``error`` it raised. True when committed, False for an expected rollback; other
+        failures are raised (the engine sorts them into retries, reconnects and errors)."""
+        raise NotImplementedError(f"{type(self).__name__} runs its transactions through execute() only")
 
     def keying_time(self, name: str) -> float:
         """Seconds to wait before ``name`` (TPC-C keying time); 0.0 when think is off."""

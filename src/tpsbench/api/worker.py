@@ -36,13 +36,12 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from tpsbench.api.metrics import IntervalRecorder
+from tpsbench.api.multiplex import Multiplexer, can_multiplex, triage
 from tpsbench.api.session import RunContext, RunnableWorkload, Session
 from tpsbench.errors import first_line
 from tpsbench.targets import open_target
 from tpsbench.targets.base import Target
 
-#: attempts of one transaction after the first on a retryable error (deadlock, serialization)
-MAX_RETRIES = 10
 #: reconnect back-off: first wait, cap (seconds); doubled per failed attempt, with jitter
 BACKOFF_FIRST_S = 0.05
 BACKOFF_MAX_S = 2.0
@@ -68,6 +67,8 @@ class StepPlan:
     interval_s: float
     start_at: float
     think: bool = True
+    #: users whose sessions allow it share one thread (tpsbench.api.multiplex)
+    multiplex: bool = True
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ class VirtualUser:
         return False
 
     def run(self, workload: RunnableWorkload, ctx: RunContext, plan: StepPlan, start_mono: float,
-            stop: threading.Event) -> None:
+            stop: threading.Event, mux: Multiplexer | None) -> None:
         """The user: wait for its ramp-up slot, connect, open a session, loop until stop."""
         first = workload.transaction_names[0]
         rank = self.user_id  # user ids are 0..users_in_step-1: the stagger is global
@@ -178,7 +179,7 @@ class VirtualUser:
                 stop.wait(BACKOFF_FIRST_S)
                 continue
             self.session = session
-            self.loop(session, stop, plan.think)
+            self.loop(session, stop, plan.think, mux)
             return
 
     def reconnect(self, session: Session, stop: threading.Event, name: str) -> bool:
@@ -197,7 +198,18 @@ class VirtualUser:
             if stop.wait(BACKOFF_FIRST_S):
                 return False
 
-    def loop(self, session: Session, stop: threading.Event, think: bool) -> None:
+    def loop(self, session: Session, stop: threading.Event, think: bool, mux: Multiplexer | None) -> None:
+        """Until the step stops: on the worker's shared thread where the session allows
+        it (tpsbench.api.multiplex), reconnecting here whenever its connection is lost;
+        else on this thread (hot_loop)."""
+        if mux is None or not can_multiplex(session):
+            self.hot_loop(session, stop, think)
+            return
+        while (lost_in := mux.host(session)) is not None:
+            if not self.reconnect(session, stop, lost_in):
+                return
+
+    def hot_loop(self, session: Session, stop: threading.Event, think: bool) -> None:
         """Hot path: nothing here allocates beyond the session's own work and one record()."""
         target, rec, clock = self.target, self.recorder, time.perf_counter_ns
         while not stop.is_set():
@@ -212,19 +224,15 @@ class VirtualUser:
             while True:
                 try:
                     committed = session.execute(name, inputs)
-                except Exception as exc:  # noqa: BLE001 - sorted by the target below
-                    if target.is_retryable(exc) and retries < MAX_RETRIES:
+                except Exception as exc:  # noqa: BLE001 - sorted by the target in triage()
+                    outcome = triage(target, rec, name, exc, retries)
+                    if outcome == "retry":
                         retries += 1
-                        rec.add(name, "retries")
                         continue
-                    if target.is_disconnect(exc):
-                        rec.add(name, "reconnects")
+                    if outcome == "reconnect":
                         if not self.reconnect(session, stop, name):
                             return
                     else:
-                        rec.add(name, "errors")
-                        text = first_line(exc)
-                        rec.error(name, f"gave up after {retries} retries: {text}" if retries else text)
                         self.rollback_quietly()
                     break
                 rec.record(name, (clock() - t0) // 1000, committed)
@@ -303,11 +311,14 @@ class Worker:
         self.prepare_users(plan)
         start_mono = time.monotonic() + (plan.start_at - time.time())
         stop = threading.Event()
+        mux = Multiplexer(self.target, self.recorder, stop, plan.think) if plan.multiplex else None
+        if mux is not None:
+            mux.start()
         # no take() here: a straggler of the last step that finished late (see below) is
         # counted in this step's first interval rather than lost
         for uid in plan.users:
             user = self.users[uid]
-            user.thread = threading.Thread(target=self.guarded, args=(user, plan, start_mono, stop, problems),
+            user.thread = threading.Thread(target=self.guarded, args=(user, plan, start_mono, stop, mux, problems),
                                            name=f"user-{uid}", daemon=True)
             user.thread.start()
         bounds = interval_bounds(plan)
@@ -327,6 +338,8 @@ class Worker:
             if user.thread.is_alive():
                 problems.append(f"user {uid} did not stop within {deadline - cut:.0f} s; its connection is dropped")
                 del self.users[uid]
+        if mux is not None:
+            mux.join(max(0.0, deadline - time.monotonic()))
         # the stragglers: transactions in flight at the end (or at a stop) are reported too
         begin = bounds[number][0] if self.stopped and number < len(bounds) else (bounds[-1][1] if bounds else 0.0)
         self.send_report(plan, number, begin, time.monotonic() - start_mono, False)
@@ -351,9 +364,9 @@ class Worker:
         return out
 
     def guarded(self, user: VirtualUser, plan: StepPlan, start_mono: float, stop: threading.Event,
-                problems: list[str]) -> None:
+                mux: Multiplexer | None, problems: list[str]) -> None:
         try:
-            user.run(self.workload, self.ctx, plan, start_mono, stop)
+            user.run(self.workload, self.ctx, plan, start_mono, stop, mux)
         except Exception as exc:  # noqa: BLE001 - a session bug ends this user, not the worker
             problems.append(f"user {user.user_id} ended: {type(exc).__name__}: {first_line(exc)}")
 

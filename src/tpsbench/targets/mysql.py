@@ -213,24 +213,50 @@ class MysqlclientCursor(BufferedRows):
         self._drain()  # a kept connection may still hold the last CALL's status
 
     def execute(self, sql: str, params: Any = ()) -> MysqlclientCursor:
+        self.conn.query(self._query(sql, params))
+        self._take()
+        return self
+
+    # -- sent now, read later: how one thread waits on many users (tpsbench.api.multiplex)
+    def send(self, sql: str, params: Any = ()) -> None:
+        """Send ``sql`` without waiting for its answer (in autocommit mode, the only mode
+        this is for, a statement or CALL of its own); wait for ``fileno()`` to be readable,
+        then take the result with ``receive()``."""
+        self.conn.send_query(self._query(sql, params))
+
+    def fileno(self) -> int:
+        return self.conn.fileno()
+
+    def ready(self) -> bool:
+        """True: once the socket is readable the answer has begun, and receive() reads
+        the rest of it (a few packets already on their way)."""
+        return True
+
+    def receive(self) -> None:
+        """The sent statement's result, as execute() leaves it (rows, rowcount, errors)."""
+        self.conn.read_query_result()
+        self._take()
+
+    def _query(self, sql: str, params: Any) -> bytes:
+        """The statement with its values as literals; first the last CALL's status, if unread."""
         template = self.templates.get(sql)
         if template is None:
             template = self.templates[sql] = sql.encode("utf8")
         conn = self.conn
         if conn.more_results():
             self._drain()
-        if params:
-            lit, other = self.literal, self.other
-            conn.query(template % tuple([b"%d" % v if type(v) is int else (lit.get(type(v)) or other)(v)
-                                         for v in params]))
-        else:
-            conn.query(template)
+        if not params:
+            return template
+        lit, other = self.literal, self.other
+        return template % tuple([b"%d" % v if type(v) is int else (lit.get(type(v)) or other)(v) for v in params])
+
+    def _take(self) -> None:
+        conn = self.conn
         result = conn.store_result()
         self.rowcount = conn.affected_rows()
         self.lastrowid = conn.insert_id()
         self.rows = result.fetch_row(0) if result is not None else ()
         self.pos = 0
-        return self
 
     def commit(self) -> None:
         self._drain()

@@ -168,7 +168,7 @@ class LibpqCursor(BufferedRows):
     def execute(self, sql: str, params: Any = ()) -> LibpqCursor:
         pgconn = self.pgconn
         name = self.names.get(sql) or self._prepare(sql)
-        values = [None if v is None else str(v).encode() for v in params] if params else None
+        values = _text(params)
         if pgconn.transaction_status == self.idle and not self.conn.autocommit:
             res = self._begin_and_exec(name, values) if self.pipeline_begin else None
             if res is None:
@@ -176,6 +176,35 @@ class LibpqCursor(BufferedRows):
                 res = pgconn.exec_prepared(name, values)
         else:
             res = pgconn.exec_prepared(name, values)
+        self._take(res)
+        return self
+
+    # -- sent now, read later: how one thread waits on many users (tpsbench.api.multiplex)
+    def send(self, sql: str, params: Any = ()) -> None:
+        """Send ``sql`` without waiting for its result: in autocommit mode (the only mode
+        this is for) the statement is a transaction of its own. Then wait for ``fileno()``
+        to be readable until ``ready()``, and take the result with ``receive()``."""
+        name = self.names.get(sql) or self._prepare(sql)
+        self.pgconn.send_query_prepared(name, _text(params))
+
+    def fileno(self) -> int:
+        return self.pgconn.socket
+
+    def ready(self) -> bool:
+        """Read what has arrived; True once the whole result is in (never blocks)."""
+        pgconn = self.pgconn
+        pgconn.consume_input()
+        return not pgconn.is_busy()
+
+    def receive(self) -> None:
+        """The sent statement's result, as execute() leaves it (rows, rowcount, errors)."""
+        pgconn = self.pgconn
+        res = pgconn.get_result()
+        while pgconn.get_result() is not None:
+            pass
+        self._take(res)
+
+    def _take(self, res: Any) -> None:
         status = res.status
         if status == self.tuples_ok:
             n = res.ntuples
@@ -192,7 +221,6 @@ class LibpqCursor(BufferedRows):
         else:
             raise self._error(res)
         self.pos = 0
-        return self
 
     def commit(self) -> None:
         if self.pgconn.transaction_status != self.idle:
@@ -258,6 +286,11 @@ class LibpqCursor(BufferedRows):
             message = (res.error_message or b"connection lost").decode(errors="replace").strip()
             return OperationalError(message or "connection lost")
         return errors.error_from_result(res, encoding=self.encoding)
+
+
+def _text(params: Any) -> list[bytes | None] | None:
+    """Parameters in text format, as libpq sends them (None is SQL NULL)."""
+    return [None if v is None else str(v).encode() for v in params] if params else None
 
 
 TARGET = PostgresTarget

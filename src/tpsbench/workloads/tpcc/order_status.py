@@ -48,13 +48,23 @@ def inputs(draw: Draws, w_id: int) -> OrderStatusInputs:
     return OrderStatusInputs(w_id, d_id, c_id, c_last)
 
 
-def execute(cur: Any, s: Statements, inp: OrderStatusInputs) -> OrderStatusOutput:
-    """Read the customer's last order on ``cur``; the caller commits."""
+def request(s: Statements, inp: OrderStatusInputs) -> tuple[str, tuple]:
+    """The statement and its parameters."""
     by, key = customer_key(inp.w_id, inp.d_id, inp.c_id, inp.c_last)
-    cur.execute(s.os_query[by], (inp.w_id, inp.d_id, *key))
+    return s.os_query[by], (inp.w_id, inp.d_id, *key)
+
+
+def answer(cur: Any, inp: OrderStatusInputs) -> OrderStatusOutput:
+    """The output, from the statement's rows on ``cur``."""
     rows = cur.fetchall()
     if not rows:
         raise LookupError(f"Order-Status: no customer {inp.c_id or inp.c_last} in district ({inp.w_id}, {inp.d_id})")
     first = rows[0]
     lines = tuple(tuple(row[8:]) for row in rows if row[8] is not None)
     return OrderStatusOutput(first[0], to_decimal(first[1]), first[5], first[7], lines)
+
+
+def execute(cur: Any, s: Statements, inp: OrderStatusInputs) -> OrderStatusOutput:
+    """Read the customer's last order on ``cur``; the caller commits."""
+    cur.execute(*request(s, inp))
+    return answer(cur, inp)

@@ -19,7 +19,9 @@ The connection is in autocommit mode, so that the call is the whole transaction:
 Inputs are drawn by the driver exactly as for the statement path (new_order.inputs
 and friends), so the same seed gives the same transactions either way; the outputs are
 the same dataclasses. Order-Status and Stock-Level are one statement each already and
-run as such, in autocommit.
+run as such, in autocommit. Each transaction is split in two, :func:`request` (the
+statement to send) and :func:`answer` (its result read back), so that the engine can
+send one user's call and wait on many users' sockets at once (tpsbench.api.multiplex).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from tpsbench.targets.base import error_codes
+from tpsbench.workloads.tpcc import order_status, stock_level
 from tpsbench.workloads.tpcc.delivery import DeliveryInputs, DeliveryOutput
 from tpsbench.workloads.tpcc.new_order import CENT, NewOrderInputs, NewOrderOutput
 from tpsbench.workloads.tpcc.payment import PaymentInputs, PaymentOutput
@@ -41,38 +44,57 @@ def available(s: Statements) -> bool:
     return s.call_new_order is not None
 
 
-def new_order(cur: Any, s: Statements, inp: NewOrderInputs) -> NewOrderOutput | None:
-    """Call tpcc_new_order; None for the expected rollback, which the server has done."""
+def request(name: str, s: Statements, inp: Any) -> tuple[str, tuple]:
+    """The one statement, with its parameters, that is transaction ``name``."""
+    return _REQUESTS[name](s, inp)
+
+
+def answer(name: str, cur: Any, inp: Any, error: Exception | None) -> Any:
+    """The output of ``name`` from its call's result on ``cur``, or from its ``error``:
+    None for New-Order's expected rollback (which the procedure or its server has done);
+    any other error is raised as it is."""
+    if error is not None:
+        if name == "new_order" and error_codes(error)[0] == ROLLBACK_SQLSTATE:
+            return None
+        raise error
+    return _ANSWERS[name](cur, inp)
+
+
+def _new_order_request(s: Statements, inp: NewOrderInputs) -> tuple[str, tuple]:
     w_id, lines = inp.w_id, inp.lines
     all_local = int(all(sw == w_id for _, sw, _ in lines))
     pack = _array if s.dialect.name == "postgresql" else _csv  # MySQL has no array parameters
-    params = (w_id, inp.d_id, inp.c_id, all_local, pack([line[0] for line in lines]),
-              pack([line[1] for line in lines]), pack([line[2] for line in lines]))
-    try:
-        cur.execute(s.call_new_order, params)
-    except Exception as exc:
-        if error_codes(exc)[0] == ROLLBACK_SQLSTATE:
-            return None
-        raise
+    return s.call_new_order, (w_id, inp.d_id, inp.c_id, all_local, pack([line[0] for line in lines]),
+                              pack([line[1] for line in lines]), pack([line[2] for line in lines]))
+
+
+def _new_order_answer(cur: Any, inp: NewOrderInputs) -> NewOrderOutput | None:
     row = _result(cur, "New-Order")
-    if row[0] is None:
+    if row[0] is None:  # MySQL's procedure rolled back the unused item itself
         return None
     o_id, c_last, c_credit, brands, amount, discount, w_tax, d_tax = row
+    all_local = int(all(sw == inp.w_id for _, sw, _ in inp.lines))
     total = to_decimal(amount) * (1 - to_decimal(discount)) * (1 + to_decimal(w_tax) + to_decimal(d_tax))
     return NewOrderOutput(int(o_id), c_last, c_credit, all_local, brands, total.quantize(CENT))
 
 
-def payment(cur: Any, s: Statements, inp: PaymentInputs) -> PaymentOutput:
-    """Call tpcc_payment (by C_ID, or by C_LAST when c_id is None)."""
-    cur.execute(s.call_payment, (inp.w_id, inp.d_id, inp.c_w_id, inp.c_d_id, inp.c_id, inp.c_last,
-                                 s.bind_money(inp.h_amount)))
+def _payment_request(s: Statements, inp: PaymentInputs) -> tuple[str, tuple]:
+    """By C_ID, or by C_LAST when c_id is None."""
+    return s.call_payment, (inp.w_id, inp.d_id, inp.c_w_id, inp.c_d_id, inp.c_id, inp.c_last,
+                            s.bind_money(inp.h_amount))
+
+
+def _payment_answer(cur: Any, inp: PaymentInputs) -> PaymentOutput:
     c_id, c_credit, c_balance = _result(cur, "Payment")
     return PaymentOutput(int(c_id), c_credit, to_decimal(c_balance))
 
 
-def delivery(cur: Any, s: Statements, inp: DeliveryInputs) -> DeliveryOutput:
-    """Call tpcc_delivery; its text answer lists the O_ID delivered per district, 0 for none."""
-    cur.execute(s.call_delivery, (inp.w_id, inp.o_carrier_id))
+def _delivery_request(s: Statements, inp: DeliveryInputs) -> tuple[str, tuple]:
+    return s.call_delivery, (inp.w_id, inp.o_carrier_id)
+
+
+def _delivery_answer(cur: Any, inp: DeliveryInputs) -> DeliveryOutput:
+    """The procedure's text answer lists the O_ID delivered per district, 0 for none."""
     (text,) = _result(cur, "Delivery")
     o_ids = [int(value) for value in text.split(",")]
     delivered = tuple((d_id, o_id) for d_id, o_id in enumerate(o_ids, 1) if o_id)
@@ -98,3 +120,9 @@ def _array(values: list[int]) -> str:
 
 def _csv(values: list[int]) -> str:
     return ",".join(map(str, values))
+
+
+_REQUESTS = {"new_order": _new_order_request, "payment": _payment_request, "delivery": _delivery_request,
+             "order_status": order_status.request, "stock_level": stock_level.request}
+_ANSWERS = {"new_order": _new_order_answer, "payment": _payment_answer, "delivery": _delivery_answer,
+            "order_status": order_status.answer, "stock_level": stock_level.answer}

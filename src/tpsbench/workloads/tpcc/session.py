@@ -81,7 +81,6 @@ _EXECUTE = {
     "delivery": delivery.execute,
     "stock_level": stock_level.execute,
 }
-_CALL = _EXECUTE | {"new_order": procedures.new_order, "payment": procedures.payment, "delivery": procedures.delivery}
 
 
 def uses_procedures(options: dict[str, str], s: Statements) -> bool:
@@ -122,7 +121,6 @@ class TpccSession(Session):
         self.stmts = statements(target.dialect, target.placeholder())
         #: one stored-procedure call per transaction, in autocommit (procedures.py)
         self.procedures = uses_procedures(ctx.options, self.stmts)
-        self._execute = _CALL if self.procedures else _EXECUTE
         #: the last committed transaction's output (tests and debugging look at it)
         self.last_output: object = None
         #: Delivery's districts delivered and skipped (no undelivered order), §2.7.2.3
@@ -141,22 +139,43 @@ class TpccSession(Session):
 
     def execute(self, name: str, inputs: object) -> bool:
         """Run ``name``; commit, or roll back and return False for New-Order's unused item."""
+        if self.procedures:
+            sql, params = self.request(name, inputs)
+            try:
+                self.cur.execute(sql, params)
+            except Exception as exc:  # noqa: BLE001 - answer() keeps the expected rollback, raises the rest
+                return self.answer(name, inputs, exc)
+            return self.answer(name, inputs, None)
         try:
-            output = self._execute[name](self.cur, self.stmts, inputs)
+            output = _EXECUTE[name](self.cur, self.stmts, inputs)
             if output is None:
-                if not self.procedures:  # a procedure has rolled back already (or its server did)
-                    self._rollback()
+                self._rollback()
                 return False
             self._commit()
         except BaseException:
             with contextlib.suppress(Exception):  # the connection may be gone; the first error matters
                 self._rollback()
             raise
+        self._note(name, output)
+        return True
+
+    def request(self, name: str, inputs: object) -> tuple[str, tuple]:
+        return procedures.request(name, self.stmts, inputs)
+
+    def answer(self, name: str, inputs: object, error: Exception | None) -> bool:
+        """The call's output (procedures.answer); in autocommit there is nothing to roll
+        back: the server or the procedure has done it."""
+        output = procedures.answer(name, self.cur, inputs, error)
+        if output is None:
+            return False
+        self._note(name, output)
+        return True
+
+    def _note(self, name: str, output: object) -> None:
         self.last_output = output
         if name == "delivery":
             self.delivered_districts += len(output.delivered)  # type: ignore[attr-defined]
             self.skipped_districts += len(output.skipped)  # type: ignore[attr-defined]
-        return True
 
     def keying_time(self, name: str) -> float:
         return keying_time(name, self.think)
@@ -178,8 +197,7 @@ class TpccSession(Session):
         else:
             self._commit, self._rollback = conn.commit, conn.rollback
             self._dbapi_cursor(conn)
-        if self.procedures:  # committed by the call; a rollback after an error stays (MySQL)
-            self._commit = _nothing
+        self.single_call_cursor = self.cur if self.procedures else None
 
     def _dbapi_cursor(self, conn: Any) -> None:
         if type(conn).__module__.startswith("psycopg"):
@@ -189,7 +207,3 @@ class TpccSession(Session):
             conn.prepared_max = max(conn.prepared_max or 0, PREPARED_MAX)
             conn.adapters.register_dumper(int, Int8Dumper)
         self.cur = conn.cursor()
-
-
-def _nothing() -> None:
-    """COMMIT in autocommit mode: the call committed already."""

@@ -32,7 +32,17 @@ def inputs(draw: Draws, w_id: int, d_id: int) -> StockLevelInputs:
     return StockLevelInputs(w_id, d_id, draw.uniform(THRESHOLD_MIN, THRESHOLD_MAX))
 
 
-def execute(cur: Any, s: Statements, inp: StockLevelInputs) -> int:
-    """The number of low-stock items; the caller commits (ends the read transaction)."""
-    cur.execute(s.sl_count, (inp.w_id, inp.d_id, inp.threshold))
+def request(s: Statements, inp: StockLevelInputs) -> tuple[str, tuple]:
+    """The statement and its parameters."""
+    return s.sl_count, (inp.w_id, inp.d_id, inp.threshold)
+
+
+def answer(cur: Any, inp: StockLevelInputs) -> int:
+    """The number of low-stock items, from the statement's row on ``cur``."""
     return int(cur.fetchone()[0])
+
+
+def execute(cur: Any, s: Statements, inp: StockLevelInputs) -> int:
+    """Count the low-stock items on ``cur``; the caller commits (ends the read transaction)."""
+    cur.execute(*request(s, inp))
+    return answer(cur, inp)

@@ -1,0 +1,256 @@
+"""Many virtual users on one thread: the engine's path for single-call sessions.
+
+Why: on a 2-core machine every cycle the driver spends is taken from the database.
+A user on a thread of its own puts that thread to sleep on every call and wakes it
+again when the answer comes: one sleep and wake-up per transaction, about half of a
+call's client CPU here (bench/results/round_trip_cost.txt). One thread that waits on
+all of a worker's sockets at once (epoll) sleeps only when no answer at all is in, and
+hands no GIL between threads; with TPC-C's stored procedures it costs the client
+markedly less CPU per transaction (bench/results/engine_tpcc.txt, ``multiplex``).
+
+What it needs: a session whose every transaction is one statement in autocommit mode
+(:attr:`tpsbench.api.session.Session.single_call_cursor`) on a cursor that can send
+without waiting (the targets' fast cursors on libpq and mysqlclient). Each user is
+still one connection and one transaction at a time, with the same inputs, statements,
+retries and think times as on a thread of its own; only the waiting is shared.
+
+The user's own thread stays the owner of its connection: it waits for its ramp-up
+slot, connects and opens the session as always, then hands the user over with
+:meth:`Multiplexer.host` and sleeps until the user comes back, either because the step
+stopped or because the connection was lost (the thread then reconnects with back-off
+and hands the user over again). So connecting, which blocks, never stalls the others.
+
+Latency is timed from just before a call is sent to the moment the shared thread has
+read its answer, the same points as the threaded path's ``execute()``: a user whose
+answer waited while the thread was busy with another user's waits in that time, as a
+user thread waits for the GIL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import select
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from tpsbench.api.metrics import IntervalRecorder
+from tpsbench.api.session import Session
+from tpsbench.errors import first_line
+from tpsbench.targets.base import Target
+
+#: attempts of one transaction after the first on a retryable error (deadlock, serialization)
+MAX_RETRIES = 10
+#: the longest the shared thread sleeps before it looks at new users and at the step's end
+TICK_S = 0.05
+#: epoll: wake once when readable, then stay quiet until re-armed by the next send
+_ARMED = select.EPOLLIN | select.EPOLLONESHOT
+
+
+def triage(target: Target, rec: IntervalRecorder, name: str, exc: BaseException, retries: int) -> str:
+    """Sort a failed attempt of ``name``, count it, and say what comes next.
+
+    "retry": retryable (deadlock, serialization) with attempts left; "reconnect": the
+    connection is lost; "error": anything else, or retries used up (the message is kept).
+    Shared by both ways of running users, so that they count failures alike.
+    """
+    if target.is_retryable(exc) and retries < MAX_RETRIES:
+        rec.add(name, "retries")
+        return "retry"
+    if target.is_disconnect(exc):
+        rec.add(name, "reconnects")
+        return "reconnect"
+    rec.add(name, "errors")
+    text = first_line(exc)
+    rec.error(name, f"gave up after {retries} retries: {text}" if retries else text)
+    return "error"
+
+
+def can_multiplex(session: Session) -> bool:
+    """Whether ``session`` can be hosted: single-call, on a cursor that sends without waiting."""
+    return hasattr(session.single_call_cursor, "send")
+
+
+class Hosted:
+    """One user while the shared thread runs it: its session and transaction in flight."""
+
+    __slots__ = ("session", "cur", "fd", "done", "lost", "name", "inputs", "request", "retries", "t0")
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.cur: Any = session.single_call_cursor
+        self.fd = -1
+        self.done = threading.Event()
+        #: why the user came back before the step's end: its connection's error
+        self.lost: BaseException | None = None
+        self.name = ""
+        self.inputs: object = None
+        self.request: tuple[str, Any] = ("", ())
+        self.retries = 0
+        self.t0 = 0
+
+
+class Multiplexer:
+    """The shared thread of one worker for one step (see the module docstring)."""
+
+    def __init__(self, target: Target, recorder: IntervalRecorder, stop: threading.Event, think: bool) -> None:
+        self.target = target
+        self.rec = recorder
+        self.stop = stop
+        self.think = think
+        self.inbox: deque[Hosted] = deque()
+        self.poller = select.epoll()
+        self.in_flight: dict[int, Hosted] = {}
+        #: (due on the monotonic clock, tie-breaker, user, what to do then): keying and think times
+        self.timers: list[tuple[float, int, Hosted, Callable[[Hosted], None]]] = []
+        self.order = itertools.count()
+        #: set when the worker stops waiting for answers still out (a server that hangs)
+        self.abandon = False
+        self.thread = threading.Thread(target=self.serve, name="multiplexer", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def join(self, timeout: float) -> None:
+        """Wait for the thread to end; past ``timeout`` it gives up on answers still out
+        (their users' threads have been given up on by then too) and ends."""
+        self.thread.join(timeout)
+        self.abandon = True
+        self.thread.join(TICK_S * 4)
+
+    def host(self, session: Session) -> str | None:
+        """Run ``session``'s transactions on the shared thread until the step ends (None)
+        or its connection is lost: then the name of the transaction it was lost in (the
+        reconnect is counted already; the caller reconnects and hosts the user again)."""
+        slot = Hosted(session)
+        self.inbox.append(slot)
+        while not slot.done.wait(TICK_S * 2):
+            if not self.thread.is_alive():  # ended before it saw this user: the step is over
+                break
+        return slot.name if slot.lost is not None else None
+
+    # -- the shared thread ------------------------------------------------------------
+    def serve(self) -> None:
+        poll, in_flight, timers = self.poller.poll, self.in_flight, self.timers
+        try:
+            while True:
+                while self.inbox:
+                    self.admit(self.inbox.popleft())
+                if self.stop.is_set():
+                    for _, _, slot, _ in timers:  # waiting for a keying or think time
+                        self.release(slot)
+                    timers.clear()
+                    if not in_flight or self.abandon:
+                        break
+                timeout = TICK_S
+                if timers:
+                    timeout = min(max(timers[0][0] - time.monotonic(), 0.0), TICK_S)
+                for fd, _ in poll(timeout):
+                    slot = in_flight.pop(fd, None)
+                    if slot is not None:
+                        self.complete(slot)
+                now = time.monotonic()
+                while timers and timers[0][0] <= now:
+                    _, _, slot, then = heapq.heappop(timers)
+                    then(slot)
+        finally:
+            for slot in list(in_flight.values()):
+                self.release(slot)
+            while self.inbox:
+                self.inbox.popleft().done.set()
+            self.poller.close()
+
+    def admit(self, slot: Hosted) -> None:
+        if self.stop.is_set():
+            slot.done.set()
+            return
+        try:
+            slot.fd = slot.cur.fileno()
+            self.poller.register(slot.fd, select.EPOLLONESHOT)  # armed by each send
+        except Exception as exc:  # noqa: BLE001 - a connection that died while it was handed over
+            slot.name, slot.lost = self.rec.names[0], exc  # counted as the threaded path does
+            self.rec.add(slot.name, "reconnects")
+            slot.done.set()
+            return
+        self.next_transaction(slot)
+
+    def next_transaction(self, slot: Hosted) -> None:
+        if self.stop.is_set():
+            self.release(slot)
+            return
+        session = slot.session
+        slot.name = name = session.next_transaction()
+        wait = session.keying_time(name) if self.think else 0.0
+        if wait > 0:
+            self.after(wait, slot, self.begin)
+        else:
+            self.begin(slot)
+
+    def begin(self, slot: Hosted) -> None:
+        """Draw the inputs and send the first attempt; the clock starts here."""
+        slot.inputs = slot.session.inputs(slot.name)
+        slot.request = slot.session.request(slot.name, slot.inputs)
+        slot.retries = 0
+        slot.t0 = time.perf_counter_ns()
+        self.send(slot)
+
+    def send(self, slot: Hosted) -> None:
+        try:
+            slot.cur.send(*slot.request)
+            self.poller.modify(slot.fd, _ARMED)
+        except Exception as exc:  # noqa: BLE001 - sorted like a failed answer
+            self.failed(slot, exc)
+            return
+        self.in_flight[slot.fd] = slot
+
+    def complete(self, slot: Hosted) -> None:
+        """The socket is readable: take the answer if it is whole, else wait again."""
+        error: Exception | None = None
+        try:
+            if not slot.cur.ready():
+                self.poller.modify(slot.fd, _ARMED)
+                self.in_flight[slot.fd] = slot
+                return
+            slot.cur.receive()
+        except Exception as exc:  # noqa: BLE001 - the session's answer() decides what it means
+            error = exc
+        try:
+            committed = slot.session.answer(slot.name, slot.inputs, error)
+        except Exception as exc:  # noqa: BLE001 - sorted by the target
+            self.failed(slot, exc)
+            return
+        self.rec.record(slot.name, (time.perf_counter_ns() - slot.t0) // 1000, committed)
+        self.finished(slot)
+
+    def failed(self, slot: Hosted, exc: BaseException) -> None:
+        outcome = triage(self.target, self.rec, slot.name, exc, slot.retries)
+        if outcome == "retry":
+            slot.retries += 1
+            self.send(slot)
+        elif outcome == "reconnect":
+            slot.lost = exc
+            self.release(slot)
+        else:
+            self.finished(slot)
+
+    def finished(self, slot: Hosted) -> None:
+        """After a transaction (committed, rolled back or failed): think, then the next."""
+        wait = slot.session.think_time(slot.name) if self.think else 0.0
+        if wait > 0 and not self.stop.is_set():
+            self.after(wait, slot, self.next_transaction)
+        else:
+            self.next_transaction(slot)
+
+    def after(self, seconds: float, slot: Hosted, then: Callable[[Hosted], None]) -> None:
+        heapq.heappush(self.timers, (time.monotonic() + seconds, next(self.order), slot, then))
+
+    def release(self, slot: Hosted) -> None:
+        """Hand the user back to its thread (the step is over, or its connection is lost)."""
+        self.in_flight.pop(slot.fd, None)
+        with contextlib.suppress(OSError, ValueError):  # a closed socket has left epoll already
+            self.poller.unregister(slot.fd)
+        slot.done.set()

@@ -1,0 +1,149 @@
+"""Users sharing one thread (tpsbench.api.multiplex) on the real servers: TPC-C's stored
+procedures counted exactly as the database shows them, think times that pace the
+users, lost connections handed back to their threads, a step that stops."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from test_tpcc_transactions import SCALE, SEED, Db, _server_database
+
+from tpsbench.api.build import build
+from tpsbench.api.meta import read_meta
+from tpsbench.api.metrics import IntervalRecorder, IntervalReport
+from tpsbench.api.multiplex import Multiplexer, can_multiplex
+from tpsbench.api.session import RunContext
+from tpsbench.targets import open_target
+from tpsbench.workloads.tpcc.checks import CHECKS
+from tpsbench.workloads.tpcc.evidence import evidence, expected_evidence
+from tpsbench.workloads.tpcc.mix import TRANSACTIONS
+from tpsbench.workloads.tpcc.session import TpccSession
+
+
+@pytest.fixture(scope="module", params=[
+    pytest.param("postgresql", marks=pytest.mark.postgresql),
+    pytest.param("mysql", marks=pytest.mark.mysql),
+])
+def server(request: pytest.FixtureRequest) -> Iterator[Db]:
+    scratch = _server_database(request.param)
+    url = next(scratch)
+    try:
+        build("tpcc", SCALE, url, workers=2, seed=SEED, show_progress=False)
+        target = open_target(url)
+        meta = read_meta(target, "tpcc")
+        constants = {k.removeprefix("const_"): int(v) for k, v in meta.items() if k.startswith("const_")}
+        probe = Db(url, target, RunContext("tpcc", url, int(meta["scale"]), 7, constants, {}), target.connect(), [])
+        try:
+            yield probe
+        finally:
+            for conn in [probe.conn, *probe.opened]:
+                with contextlib.suppress(Exception):
+                    conn.close()
+    finally:
+        for _ in scratch:  # drop the server database
+            pass
+
+
+class Hosting:
+    """``users`` TPC-C sessions (stored procedures) hosted by one Multiplexer in this process."""
+
+    def __init__(self, db: Db, users: int, think_s: float | None = None) -> None:
+        self.db = db
+        self.recorder = IntervalRecorder(TRANSACTIONS)
+        self.stop = threading.Event()
+        self.mux = Multiplexer(db.target, self.recorder, self.stop, think=think_s is not None)
+        self.sessions = [db.session(uid, procedures="on") for uid in range(users)]
+        for session in self.sessions:
+            assert can_multiplex(session)
+            if think_s is not None:  # short, fixed keying and think times instead of the spec's seconds
+                session.keying_time = session.think_time = lambda name, s=think_s: s  # type: ignore[method-assign]
+        #: what each user's host() returned: None at the step's end, else the transaction it lost its connection in
+        self.returned: dict[int, str | None] = {}
+        self.threads = [threading.Thread(target=self._host, args=(uid,)) for uid in range(users)]
+
+    def _host(self, uid: int) -> None:
+        self.returned[uid] = self.mux.host(self.sessions[uid])
+
+    def __enter__(self) -> Hosting:
+        self.mux.start()
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def finish(self) -> IntervalReport:
+        """Stop, wait for every user to come back (bounded), and the recorder's report."""
+        self.stop.set()
+        deadline = time.monotonic() + 15
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            assert not thread.is_alive(), "a hosted user did not come back after the stop"
+        self.mux.join(5)
+        assert not self.mux.thread.is_alive()
+        return self.recorder.take(1, 0, 0.0, 1.0)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+
+
+def commits(report: IntervalReport) -> dict[str, int]:
+    return {name: txn.commits for name, txn in report.txns.items()}
+
+
+def test_hosted_users_commit_exactly_what_the_database_shows(server: Db) -> None:
+    before = evidence(server.conn)
+    with Hosting(server, 6) as hosting:
+        time.sleep(2.0)
+        report = hosting.finish()
+    after = evidence(server.conn)
+    assert {k: after[k] - before[k] for k in after} == expected_evidence(commits(report))
+    assert all(report.txns[name].commits > 0 for name in ("new_order", "payment")), commits(report)
+    assert report.total("errors") == 0 and report.reconnects == 0, report.error_counts
+    assert hosting.returned == dict.fromkeys(range(6))  # all came back at the stop, none lost
+    assert all(session.last_output is not None for session in hosting.sessions)  # every user ran
+    for check in CHECKS:
+        if check.holds_after_run:
+            assert server.rows(check.sql) == [], f"condition {check.number} ({check.title}) fails"
+
+
+def test_think_times_pace_hosted_users(server: Db) -> None:
+    """0.05 s of keying and 0.05 s of think time per transaction: at most ~11 transactions
+    per user in a second; without the timers these users would run hundreds."""
+    with Hosting(server, 4, think_s=0.05) as hosting:
+        time.sleep(1.0)
+        report = hosting.finish()
+    done = sum(txn.commits + txn.rollbacks for txn in report.txns.values())
+    assert 4 * 5 <= done <= 4 * 12, done
+
+
+def backend_id(db: Db, conn: Any) -> int:
+    return conn.info.backend_pid if db.target.dialect == "postgresql" else conn.thread_id()
+
+
+def kill(db: Db, ident: int) -> None:
+    cur = db.conn.cursor()
+    try:
+        if db.target.dialect == "postgresql":
+            cur.execute("SELECT pg_terminate_backend(%s)", (ident,))
+        else:
+            cur.execute(f"KILL CONNECTION {int(ident)}")
+    finally:
+        cur.close()
+    db.conn.commit()
+
+
+def test_a_lost_connection_goes_back_to_its_users_thread(server: Db) -> None:
+    with Hosting(server, 4) as hosting:
+        time.sleep(0.5)
+        for session in hosting.sessions:
+            kill(server, backend_id(server, session.conn))
+        for thread in hosting.threads:
+            thread.join(15)  # host() returns: the users' threads would reconnect now
+        report = hosting.finish()
+    assert set(hosting.returned) == set(range(4))
+    assert all(name in TRANSACTIONS for name in hosting.returned.values()), hosting.returned
+    assert report.reconnects == 4 and report.total("errors") == 0, (report.reconnects, report.error_counts)
