@@ -142,12 +142,14 @@ class Recorder:
 
 def run(session: TpccSession, name: str, inputs: object) -> tuple[bool, list[str]]:
     """``session.execute`` with the statements it ran."""
-    real = session.cur
+    real, calls = session.cur, session.transaction_cursor
     session.cur = recorder = Recorder(real)
+    if calls is not None:  # the stored-procedure path runs on this one
+        session.transaction_cursor = recorder
     try:
         return session.execute(name, inputs), recorder.statements
     finally:
-        session.cur = real
+        session.cur, session.transaction_cursor = real, calls
 
 
 def money(value: object) -> Decimal:

@@ -1,18 +1,20 @@
-"""Many virtual users on one thread: the engine's path for single-call sessions.
+"""Many virtual users on one thread: the engine's path for sessions that send their
+statements one at a time.
 
 Why: on a 2-core machine every cycle the driver spends is taken from the database.
-A user on a thread of its own puts that thread to sleep on every call and wakes it
-again when the answer comes: one sleep and wake-up per transaction, about half of a
+A user on a thread of its own puts that thread to sleep on every statement and wakes
+it again when the result comes: one sleep and wake-up per round trip, about half of a
 call's client CPU here (bench/results/round_trip_cost.txt). One thread that waits on
-all of a worker's sockets at once (epoll) sleeps only when no answer at all is in, and
-hands no GIL between threads; with TPC-C's stored procedures it costs the client
-markedly less CPU per transaction (bench/results/engine_tpcc.txt, ``multiplex``).
+all of a worker's sockets at once (epoll) sleeps only when no result at all is in, and
+hands no GIL between threads (bench/results/engine_tpcc.txt, ``multiplex``).
 
-What it needs: a session whose every transaction is one statement in autocommit mode
-(:attr:`tpsbench.api.session.Session.single_call_cursor`) on a cursor that can send
-without waiting (the targets' fast cursors on libpq and mysqlclient). Each user is
-still one connection and one transaction at a time, with the same inputs, statements,
-retries and think times as on a thread of its own; only the waiting is shared.
+What it needs: a session that writes its transactions as generators of statements
+(:meth:`tpsbench.api.session.Session.transaction`, in autocommit mode: TPC-C's stored
+procedures, sysbench's statements with BEGIN and COMMIT as statements) on a cursor that
+can send without waiting (``Session.transaction_cursor``: the targets' fast cursors on
+libpq and mysqlclient). Each user is still one connection with one statement at a
+time, the same inputs, statements, retries and think times as on a thread of its own;
+only the waiting is shared.
 
 The user's own thread stays the owner of its connection: it waits for its ramp-up
 slot, connects and opens the session as always, then hands the user over with
@@ -20,11 +22,10 @@ slot, connects and opens the session as always, then hands the user over with
 stopped or because the connection was lost (the thread then reconnects with back-off
 and hands the user over again). So connecting, which blocks, never stalls the others.
 
-Latency is timed from just before a call is sent to the moment the shared thread has
-read its answer, the same points as the threaded path's ``execute()``: a user whose
-answer waited while the thread was busy with another user's waits in that time, as a
-user thread waits for the GIL.
-"""
+Latency is timed from just before a transaction's first statement is sent to the moment
+the shared thread has read its last result, the same points as the threaded path's
+``execute()``: a user whose result waited while the thread was busy with another user's
+waits in that time, as a user thread waits for the GIL."""
 
 from __future__ import annotations
 
@@ -35,11 +36,11 @@ import select
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 from tpsbench.api.metrics import IntervalRecorder
-from tpsbench.api.session import Session
+from tpsbench.api.session import Session, Statement
 from tpsbench.errors import first_line
 from tpsbench.targets.base import Target
 
@@ -71,25 +72,26 @@ def triage(target: Target, rec: IntervalRecorder, name: str, exc: BaseException,
 
 
 def can_multiplex(session: Session) -> bool:
-    """Whether ``session`` can be hosted: single-call, on a cursor that sends without waiting."""
-    return hasattr(session.single_call_cursor, "send")
+    """Whether ``session`` can be hosted: statement by statement, on a cursor that sends without waiting."""
+    return hasattr(session.transaction_cursor, "send")
 
 
 class Hosted:
     """One user while the shared thread runs it: its session and transaction in flight."""
 
-    __slots__ = ("session", "cur", "fd", "done", "lost", "name", "inputs", "request", "retries", "t0")
+    __slots__ = ("session", "cur", "fd", "done", "lost", "name", "inputs", "steps", "retries", "t0")
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.cur: Any = session.single_call_cursor
+        self.cur: Any = session.transaction_cursor
         self.fd = -1
         self.done = threading.Event()
         #: why the user came back before the step's end: its connection's error
         self.lost: BaseException | None = None
         self.name = ""
         self.inputs: object = None
-        self.request: tuple[str, Any] = ("", ())
+        #: the transaction in flight (Session.transaction), resumed statement by statement
+        self.steps: Generator[Statement, None, bool] | None = None
         self.retries = 0
         self.t0 = 0
 
@@ -191,46 +193,54 @@ class Multiplexer:
             self.begin(slot)
 
     def begin(self, slot: Hosted) -> None:
-        """Draw the inputs and send the first attempt; the clock starts here."""
+        """Draw the inputs and start the first attempt; the clock starts here."""
         slot.inputs = slot.session.inputs(slot.name)
-        slot.request = slot.session.request(slot.name, slot.inputs)
         slot.retries = 0
         slot.t0 = time.perf_counter_ns()
-        self.send(slot)
+        self.attempt(slot)
 
-    def send(self, slot: Hosted) -> None:
+    def attempt(self, slot: Hosted) -> None:
+        slot.steps = slot.session.transaction(slot.name, slot.inputs)
+        self.advance(slot, None)
+
+    def advance(self, slot: Hosted, error: Exception | None) -> None:
+        """Resume the transaction with its last statement's result (or error): send its
+        next statement, or record it when it has ended."""
         try:
-            slot.cur.send(*slot.request)
-            self.poller.modify(slot.fd, _ARMED)
-        except Exception as exc:  # noqa: BLE001 - sorted like a failed answer
+            statement = slot.steps.send(None) if error is None else slot.steps.throw(error)
+        except StopIteration as done:
+            self.rec.record(slot.name, (time.perf_counter_ns() - slot.t0) // 1000, bool(done.value))
+            self.finished(slot)
+            return
+        except Exception as exc:  # noqa: BLE001 - sorted by the target
             self.failed(slot, exc)
+            return
+        try:
+            slot.cur.send(*statement)
+            self.poller.modify(slot.fd, _ARMED)
+        except Exception as exc:  # noqa: BLE001 - the transaction sees it as its statement's error
+            self.advance(slot, exc)
             return
         self.in_flight[slot.fd] = slot
 
     def complete(self, slot: Hosted) -> None:
-        """The socket is readable: take the answer if it is whole, else wait again."""
-        error: Exception | None = None
+        """The socket is readable: take the result if it is whole, else wait again."""
         try:
             if not slot.cur.ready():
                 self.poller.modify(slot.fd, _ARMED)
                 self.in_flight[slot.fd] = slot
                 return
             slot.cur.receive()
-        except Exception as exc:  # noqa: BLE001 - the session's answer() decides what it means
-            error = exc
-        try:
-            committed = slot.session.answer(slot.name, slot.inputs, error)
-        except Exception as exc:  # noqa: BLE001 - sorted by the target
-            self.failed(slot, exc)
+        except Exception as exc:  # noqa: BLE001 - the transaction decides what it means
+            self.advance(slot, exc)
             return
-        self.rec.record(slot.name, (time.perf_counter_ns() - slot.t0) // 1000, committed)
-        self.finished(slot)
+        self.advance(slot, None)
 
     def failed(self, slot: Hosted, exc: BaseException) -> None:
         outcome = triage(self.target, self.rec, slot.name, exc, slot.retries)
         if outcome == "retry":
             slot.retries += 1
-            self.send(slot)
+            self.attempt(slot)
         elif outcome == "reconnect":
             slot.lost = exc
             self.release(slot)

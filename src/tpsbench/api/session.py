@@ -14,11 +14,15 @@ prepared) and use the DB-API connection directly.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tpsbench.targets.base import Target
+
+
+#: one statement to send: SQL text (``%s`` or ``?`` markers, the target's) and its parameters
+Statement = tuple[str, Sequence[Any]]
 
 
 @dataclass(frozen=True)
@@ -55,32 +59,41 @@ class Session(ABC):
     def inputs(self, name: str) -> object:
         """Random inputs for one attempt of ``name``; retries reuse them."""
 
-    @abstractmethod
+    #: The cursor that :meth:`transaction`'s statements run on, for a session that sends
+    #: them one at a time in autocommit mode (BEGIN and COMMIT, where it has them, are
+    #: statements like the others). When it can send without waiting (``send``,
+    #: ``fileno``, ``ready``, ``receive``: the targets' fast cursors), the engine may run
+    #: the user on a thread shared with other users that waits on all their sockets at
+    #: once (tpsbench.api.multiplex). None: the session has execute() of its own.
+    transaction_cursor: Any = None
+
+    def transaction(self, name: str, inputs: object) -> Generator[Statement, None, bool]:
+        """One attempt of ``name``, statement by statement: each ``yield`` hands out a
+        (SQL, parameters) pair to run on ``transaction_cursor``, and resumes once its
+        result is there to read, or with its error raised at the ``yield`` (roll back by
+        yielding ROLLBACK, then raise). Returns True when committed, False for an
+        expected rollback; failures are raised as they are."""
+        raise NotImplementedError(f"{type(self).__name__} runs its transactions through execute() only")
+
     def execute(self, name: str, inputs: object) -> bool:
         """Run and commit ``name``; False for an expected rollback (TPC-C's 1% New-Order).
 
         On failure: roll back, then raise the driver's exception unchanged so that the
-        engine can tell retryable and disconnect errors apart through the target.
+        engine can tell retryable and disconnect errors apart through the target. The
+        default runs :meth:`transaction` on ``transaction_cursor``, waiting for each result.
         """
-
-    # -- single-call sessions: how the engine hosts many users on one thread ----------
-    #: Set by a session whose every transaction is one statement in autocommit mode (TPC-C
-    #: with stored procedures) to the cursor it runs them on. When that cursor can send
-    #: without waiting (``send``/``fileno``/``ready``/``receive``, as the targets' fast
-    #: cursors do), the engine may run the user on a thread shared with other users that
-    #: waits on all their sockets at once (tpsbench.api.multiplex) instead of calling
-    #: execute(): it sends request(), waits, and calls answer(). None: execute() only.
-    single_call_cursor: Any = None
-
-    def request(self, name: str, inputs: object) -> tuple[str, Sequence[Any]]:
-        """The statement and parameters that are the whole of ``name`` (single-call sessions)."""
-        raise NotImplementedError(f"{type(self).__name__} runs its transactions through execute() only")
-
-    def answer(self, name: str, inputs: object, error: Exception | None) -> bool:
-        """After request()'s statement: read its result from ``single_call_cursor``, or take
-        the ``error`` it raised. True when committed, False for an expected rollback; other
-        failures are raised (the engine sorts them into retries, reconnects and errors)."""
-        raise NotImplementedError(f"{type(self).__name__} runs its transactions through execute() only")
+        steps, cur = self.transaction(name, inputs), self.transaction_cursor
+        try:
+            statement = next(steps)
+            while True:
+                try:
+                    cur.execute(*statement)
+                except Exception as exc:  # noqa: BLE001 - the transaction decides (roll back, raise)
+                    statement = steps.throw(exc)
+                else:
+                    statement = next(steps)
+        except StopIteration as done:
+            return bool(done.value)
 
     def keying_time(self, name: str) -> float:
         """Seconds to wait before ``name`` (TPC-C keying time); 0.0 when think is off."""

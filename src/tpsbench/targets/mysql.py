@@ -177,7 +177,41 @@ class MysqlTarget(MysqlFamily):
         return MysqlclientCursor(conn) if self.driver == "mysqldb" else None
 
 
-class MysqlclientCursor(BufferedRows):
+class MysqlclientSend:
+    """Sent now, read later: how one thread waits on many users (tpsbench.api.multiplex).
+
+    For a class on mysqlclient's C connection ``conn`` that renders a statement with
+    ``_query(sql, params)`` and reads a result with ``_take()``. ``send`` sends without
+    waiting for the answer (in autocommit mode, the only mode this is for, a statement or
+    CALL of its own); wait for ``fileno()`` to be readable, then ``receive()``.
+    """
+
+    conn: Any
+
+    def _query(self, sql: str, params: Any) -> bytes:
+        raise NotImplementedError
+
+    def _take(self) -> Any:
+        raise NotImplementedError
+
+    def send(self, sql: str, params: Any = ()) -> None:
+        self.conn.send_query(self._query(sql, params))
+
+    def fileno(self) -> int:
+        return self.conn.fileno()
+
+    def ready(self) -> bool:
+        """True: once the socket is readable the answer has begun, and receive() reads
+        the rest of it (a few packets already on their way)."""
+        return True
+
+    def receive(self) -> None:
+        """The sent statement's result, read as ``_take`` reads one (errors raised here)."""
+        self.conn.read_query_result()
+        self._take()
+
+
+class MysqlclientCursor(MysqlclientSend, BufferedRows):
     """The part of a DB-API cursor a virtual user needs, on mysqlclient's C connection.
 
     What mysqlclient's own cursor sends, one layer down: the statement with its values
@@ -216,26 +250,6 @@ class MysqlclientCursor(BufferedRows):
         self.conn.query(self._query(sql, params))
         self._take()
         return self
-
-    # -- sent now, read later: how one thread waits on many users (tpsbench.api.multiplex)
-    def send(self, sql: str, params: Any = ()) -> None:
-        """Send ``sql`` without waiting for its answer (in autocommit mode, the only mode
-        this is for, a statement or CALL of its own); wait for ``fileno()`` to be readable,
-        then take the result with ``receive()``."""
-        self.conn.send_query(self._query(sql, params))
-
-    def fileno(self) -> int:
-        return self.conn.fileno()
-
-    def ready(self) -> bool:
-        """True: once the socket is readable the answer has begun, and receive() reads
-        the rest of it (a few packets already on their way)."""
-        return True
-
-    def receive(self) -> None:
-        """The sent statement's result, as execute() leaves it (rows, rowcount, errors)."""
-        self.conn.read_query_result()
-        self._take()
 
     def _query(self, sql: str, params: Any) -> bytes:
         """The statement with its values as literals; first the last CALL's status, if unread."""

@@ -116,7 +116,47 @@ _PREPARED: weakref.WeakKeyDictionary[Any, dict[str, bytes]] = weakref.WeakKeyDic
 _STATEMENT_NUMBERS = itertools.count(1)
 
 
-class LibpqCursor(BufferedRows):
+class LibpqSend:
+    """Sent now, read later: how one thread waits on many users (tpsbench.api.multiplex).
+
+    For a class on a psycopg connection's ``pgconn`` that keeps its prepared statements
+    in ``names``, prepares with ``_prepare(sql)`` and reads a result with ``_take(res)``.
+    ``send`` sends a prepared statement without waiting for its result: in autocommit
+    mode (the only mode this is for) the statement is a transaction of its own. Then wait
+    for ``fileno()`` to be readable until ``ready()``, and take the result with ``receive()``.
+    """
+
+    pgconn: Any
+    names: dict[str, bytes]
+
+    def _prepare(self, sql: str) -> bytes:
+        raise NotImplementedError
+
+    def _take(self, res: Any) -> Any:
+        raise NotImplementedError
+
+    def send(self, sql: str, params: Any = ()) -> None:
+        self.pgconn.send_query_prepared(self.names.get(sql) or self._prepare(sql), _text(params))
+
+    def fileno(self) -> int:
+        return self.pgconn.socket
+
+    def ready(self) -> bool:
+        """Read what has arrived; True once the whole result is in (never blocks)."""
+        pgconn = self.pgconn
+        pgconn.consume_input()
+        return not pgconn.is_busy()
+
+    def receive(self) -> None:
+        """The sent statement's result, read as ``_take`` reads one (errors raised there)."""
+        pgconn = self.pgconn
+        res = pgconn.get_result()
+        while pgconn.get_result() is not None:
+            pass
+        self._take(res)
+
+
+class LibpqCursor(LibpqSend, BufferedRows):
     """The part of a DB-API cursor a virtual user needs, on libpq's prepared statements.
 
     ``execute(sql, params)`` prepares ``sql`` once per connection (``PQprepare``, types
@@ -178,31 +218,6 @@ class LibpqCursor(BufferedRows):
             res = pgconn.exec_prepared(name, values)
         self._take(res)
         return self
-
-    # -- sent now, read later: how one thread waits on many users (tpsbench.api.multiplex)
-    def send(self, sql: str, params: Any = ()) -> None:
-        """Send ``sql`` without waiting for its result: in autocommit mode (the only mode
-        this is for) the statement is a transaction of its own. Then wait for ``fileno()``
-        to be readable until ``ready()``, and take the result with ``receive()``."""
-        name = self.names.get(sql) or self._prepare(sql)
-        self.pgconn.send_query_prepared(name, _text(params))
-
-    def fileno(self) -> int:
-        return self.pgconn.socket
-
-    def ready(self) -> bool:
-        """Read what has arrived; True once the whole result is in (never blocks)."""
-        pgconn = self.pgconn
-        pgconn.consume_input()
-        return not pgconn.is_busy()
-
-    def receive(self) -> None:
-        """The sent statement's result, as execute() leaves it (rows, rowcount, errors)."""
-        pgconn = self.pgconn
-        res = pgconn.get_result()
-        while pgconn.get_result() is not None:
-            pass
-        self._take(res)
 
     def _take(self, res: Any) -> None:
         status = res.status

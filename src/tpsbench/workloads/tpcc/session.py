@@ -34,9 +34,10 @@ use their cursor (sqlite3 caches its compiled statements by text already).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Generator
 from typing import Any
 
-from tpsbench.api.session import RunContext, Session
+from tpsbench.api.session import RunContext, Session, Statement
 from tpsbench.api.workload import Option
 from tpsbench.errors import TpsbenchError
 from tpsbench.targets.base import Target, set_autocommit
@@ -140,12 +141,7 @@ class TpccSession(Session):
     def execute(self, name: str, inputs: object) -> bool:
         """Run ``name``; commit, or roll back and return False for New-Order's unused item."""
         if self.procedures:
-            sql, params = self.request(name, inputs)
-            try:
-                self.cur.execute(sql, params)
-            except Exception as exc:  # noqa: BLE001 - answer() keeps the expected rollback, raises the rest
-                return self.answer(name, inputs, exc)
-            return self.answer(name, inputs, None)
+            return super().execute(name, inputs)  # the one call of transaction()
         try:
             output = _EXECUTE[name](self.cur, self.stmts, inputs)
             if output is None:
@@ -159,13 +155,15 @@ class TpccSession(Session):
         self._note(name, output)
         return True
 
-    def request(self, name: str, inputs: object) -> tuple[str, tuple]:
-        return procedures.request(name, self.stmts, inputs)
-
-    def answer(self, name: str, inputs: object, error: Exception | None) -> bool:
-        """The call's output (procedures.answer); in autocommit there is nothing to roll
-        back: the server or the procedure has done it."""
-        output = procedures.answer(name, self.cur, inputs, error)
+    def transaction(self, name: str, inputs: object) -> Generator[Statement, None, bool]:
+        """With procedures: the one call that is the whole transaction, in autocommit (the
+        server or the procedure has rolled back whatever failed; procedures.answer)."""
+        try:
+            yield procedures.request(name, self.stmts, inputs)
+        except Exception as exc:  # noqa: BLE001 - answer() keeps the expected rollback, raises the rest
+            output = procedures.answer(name, self.cur, inputs, exc)
+        else:
+            output = procedures.answer(name, self.cur, inputs, None)
         if output is None:
             return False
         self._note(name, output)
@@ -197,7 +195,7 @@ class TpccSession(Session):
         else:
             self._commit, self._rollback = conn.commit, conn.rollback
             self._dbapi_cursor(conn)
-        self.single_call_cursor = self.cur if self.procedures else None
+        self.transaction_cursor = self.cur if self.procedures else None
 
     def _dbapi_cursor(self, conn: Any) -> None:
         if type(conn).__module__.startswith("psycopg"):
