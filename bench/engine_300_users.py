@@ -28,6 +28,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ import psycopg
 from engine_tpcc import describe, run_one, steady_window
 
 from tpsbench.api import runner
-from tpsbench.api.session import RunContext, Session
+from tpsbench.api.session import RunContext, Session, Statement
 from tpsbench.targets.base import Target
 from tpsbench.workloads.tpcc import TpccWorkload
 from tpsbench.workloads.tpcc.session import TpccSession
@@ -51,10 +52,12 @@ class CountingSession(TpccSession):
         super().__init__(ctx, user_id, users, conn, target)
         self.counts = counts
 
-    def execute(self, name: str, inputs: object) -> bool:
-        committed = super().execute(name, inputs)
+    def transaction(self, name: str, inputs: object) -> Generator[Statement, None, bool]:
+        """The stored-procedure path (this benchmark's, the default), on the user's own
+        thread or the worker's shared one alike."""
+        committed = yield from super().transaction(name, inputs)
         if committed:
-            self.counts[self.user_id] += 1  # one writer per slot: the user's own thread
+            self.counts[self.user_id] += 1  # one writer per slot: whichever thread runs the user
         return committed
 
 

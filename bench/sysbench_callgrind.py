@@ -58,8 +58,8 @@ class Countdown:
     def wait(self, seconds):
         return False
 
-user.loop(session, Countdown(200), False)
-user.loop(session, Countdown(n), False)
+user.hot_loop(session, Countdown(200), False)
+user.hot_loop(session, Countdown(n), False)
 """
 
 

@@ -192,7 +192,8 @@ def run_sysbench(binary: str, server: str, conn_args: list[str], mode: str, seco
     return Measured(tps, meter.client_cpu, meter.server_cpu, meter.wall, meter.busy)
 
 
-def run_tpsbench(url: str, server: str, mode: str, seconds: int, users: int) -> Measured:
+def run_tpsbench(url: str, server: str, mode: str, seconds: int, users: int, workers: int | None = None,
+                 multiplex: bool = True) -> Measured:
     """The same script through the engine; the CPU counted is the workers' (spawned children)
     plus this coordinator's own."""
     wl = SysbenchWorkload()
@@ -202,8 +203,8 @@ def run_tpsbench(url: str, server: str, mode: str, seconds: int, users: int) -> 
     ctx = RunContext("sysbench", url, int(meta["scale"]), 1,
                      {k[6:]: int(v) for k, v in meta.items() if k.startswith("const_")}, options)
     with Meter(server) as meter:
-        outcome = run_steps(ctx, wl, [Step(users=users, duration_s=float(seconds), rampup_s=2.0, interval_s=10.0)],
-                            live=None)
+        step = Step(users=users, duration_s=float(seconds), rampup_s=2.0, interval_s=10.0, multiplex=multiplex)
+        outcome = run_steps(ctx, wl, [step], workers=workers, live=None)
     result = outcome.steps[0]
     summary = result.summary
     if result.problems or summary is None:
@@ -235,13 +236,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--repeat", type=int, default=2,
                         help="pairs per mode, the order alternating (sysbench first, then tpsbench first)")
+    parser.add_argument("--workers", type=int, default=None, help="tpsbench's worker processes (default: its own)")
+    parser.add_argument("--no-multiplex", dest="multiplex", action="store_false",
+                        help="every tpsbench user on a thread of its own (default: the workers' shared threads)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "vs_sysbench.txt")
     args = parser.parse_args(argv)
     binary = ensure_sysbench()
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True).stdout.strip()
     lines = [
         (f"# sysbench vs tpsbench, {TABLES} x {TABLE_SIZE:,} rows, {args.threads} threads/users, "
-         f"{args.seconds} s each; {version}; {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}"),
+         f"{args.seconds} s each; {version}; {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}; "
+         f"tpsbench workers {args.workers or 'default'}, {'shared threads' if args.multiplex else 'a thread per user'}"),
         "# CPU columns are per transaction (us) as sysbench | tpsbench; 'other' = cores busy with",
         "# neither client nor server (other work on the machine) during the run",
         (f"{'server':10} {'mode':18} {'sysbench':>9} {'tpsbench':>9} {'ratio':>5} {'(each pair)':<12} "
@@ -257,11 +262,11 @@ def main(argv: list[str] | None = None) -> None:
             pairs = []
             for rep in range(args.repeat):
                 if rep % 2:
-                    ours = run_tpsbench(url, server, mode, args.seconds, args.threads)
+                    ours = run_tpsbench(url, server, mode, args.seconds, args.threads, args.workers, args.multiplex)
                     sb = run_sysbench(binary, server, conn_args, mode, args.seconds, args.threads)
                 else:
                     sb = run_sysbench(binary, server, conn_args, mode, args.seconds, args.threads)
-                    ours = run_tpsbench(url, server, mode, args.seconds, args.threads)
+                    ours = run_tpsbench(url, server, mode, args.seconds, args.threads, args.workers, args.multiplex)
                 pairs.append((sb, ours))
             line = pair_line(server, mode, pairs)
             lines.append(line)

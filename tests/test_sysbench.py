@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+import pymysql
 import pytest
 from conftest import scratch_mysql_database, scratch_pg_database
 from sqlalchemy.engine import make_url
@@ -285,11 +286,15 @@ VARIANTS = ([(m, {}) for m in MODES[:1]] + [("oltp_read_write", {"skip_trx": "on
 
 
 def expected_statements(inputs: list[list[tuple[str, tuple]]]) -> dict[str, int]:
-    """Statements by verb over the given transactions, from the SQL that was sent."""
+    """Statements by verb over the given transactions, from the SQL that was sent (the
+    transactions' BEGIN and COMMIT are counted by the callers from the mode)."""
     counts = {"SELECT": 0, "UPDATE": 0, "INSERT": 0, "DELETE": 0}
     for transaction in inputs:
-        for sql, _ in transaction:
-            counts[sql.split()[0]] += 1
+        for sql, params in transaction:
+            if params:
+                counts[sql.split()[0]] += 1
+            else:
+                assert sql in ("BEGIN", "COMMIT"), sql
     return counts
 
 
@@ -299,7 +304,7 @@ def pg_index_scans(inputs: list[list[tuple[str, tuple]]]) -> int:
     scans = 0
     for transaction in inputs:
         for sql, params in transaction:
-            if sql.startswith("INSERT"):
+            if sql.startswith("INSERT") or not params:  # BEGIN, COMMIT
                 continue
             if " IN (" in sql:
                 scans += len(set(params))
@@ -531,9 +536,11 @@ def test_engine_runs_oltp_insert_and_the_rows_match_the_commits(sb_pg: str) -> N
 
 
 @pytest.mark.postgresql
-def test_engine_qps_split_matches_postgresql_counters(sb_pg: str) -> None:
+@pytest.mark.parametrize("multiplex", [True, False], ids=["shared-thread", "thread-per-user"])
+def test_engine_qps_split_matches_postgresql_counters(sb_pg: str, multiplex: bool) -> None:
     """Reads, writes and other as the engine reports them (worker -> coordinator, two workers,
-    two steps, every interval), against the server's own counters of the scratch database:
+    two steps, every interval; users on the workers' shared threads or on threads of their
+    own), against the server's own counters of the scratch database:
     every read is one index scan; every write changed exactly one row and every other DML
     statement none (ids are primary keys); a duplicate-key INSERT that ended a transaction
     (an expected rollback) may have left a row counted by the server and not by us."""
@@ -545,8 +552,8 @@ def test_engine_qps_split_matches_postgresql_counters(sb_pg: str) -> None:
             conn.execute(f"VACUUM ANALYZE sbtest{n}")
         conn.execute(f'ALTER DATABASE "{sb_pg}" SET plan_cache_mode = force_generic_plan')  # no index probes
     counters = PgCounters(sb_pg)
-    steps = [engine.Step(users=2, duration_s=1.0, rampup_s=0.3, interval_s=0.5),
-             engine.Step(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5)]
+    steps = [engine.Step(users=2, duration_s=1.0, rampup_s=0.3, interval_s=0.5, multiplex=multiplex),
+             engine.Step(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5, multiplex=multiplex)]
     for mode in ("oltp_read_only", "oltp_write_only"):
         wl, ctx = configured(url, mode, {"rand_type": "uniform"}, seed=11)
         before = counters.settled()
@@ -568,6 +575,42 @@ def test_engine_qps_split_matches_postgresql_counters(sb_pg: str) -> None:
                 # BEGIN and COMMIT around 4 DML statements; BEGIN, 3 DML and ROLLBACK after a duplicate
                 assert got["write"] + got["other"] == 6 * commits + 5 * rollbacks
     counters.close()
+
+
+@pytest.mark.mysql
+def test_engine_on_mariadb_sends_every_statement_of_the_mix(sb_mysql: str) -> None:
+    """oltp_read_write through the engine (users on the workers' shared threads, two
+    steps): MariaDB's own statement counters (global Com_*, which only this test moves
+    while it runs) agree with the statements the engine reported and with the mix."""
+    engine = pytest.importorskip("tpsbench.api.engine")
+    url = mysql_url(sb_mysql)
+    prepare(url, TABLES, SIZE, seed=2)
+    wl, ctx = configured(url, "oltp_read_write", {"rand_type": "uniform"}, seed=13)
+    admin = pymysql.connect(host=MYSQL_HOST, user="root", autocommit=True)
+    names = ("Com_select", "Com_update", "Com_insert", "Com_delete", "Com_begin", "Com_commit", "Com_rollback")
+
+    def status() -> dict[str, int]:
+        with admin.cursor() as cur:
+            cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ({})".format(", ".join(f"'{n}'" for n in names)))
+            return {name: int(value) for name, value in cur.fetchall()}
+
+    before = status()
+    steps = [engine.Step(users=2, duration_s=1.0, rampup_s=0.3, interval_s=0.5),
+             engine.Step(users=4, duration_s=1.0, rampup_s=0.3, interval_s=0.5)]
+    outcome = engine.run_steps(ctx, wl, steps, workers=2, live=None)
+    delta = {k: v - before[k] for k, v in status().items()}
+    admin.close()
+    totals = [step.total() for step in outcome.steps]
+    assert all(not step.problems for step in outcome.steps) and all(t.total("errors") == 0 for t in totals)
+    got = {kind: sum(t.statements[kind] for t in totals) for kind in ("read", "write", "other")}
+    commits = sum(t.total("commits") for t in totals)
+    rollbacks = sum(t.total("rollbacks") for t in totals)
+    assert commits > 0 and delta["Com_commit"] == commits and delta["Com_rollback"] == rollbacks
+    assert delta["Com_select"] == got["read"] + 1  # and the engine's one SELECT @@GLOBAL.max_connections
+    # DML that changed no row is "other" to sysbench, as BEGIN, COMMIT and ROLLBACK are
+    assert got["write"] + got["other"] == sum(delta[name] for name in names[1:])
+    if not rollbacks and not sum(t.total("retries") for t in totals):
+        assert got["read"] == 14 * commits and got["write"] + got["other"] == 6 * commits
 
 
 @pytest.mark.postgresql

@@ -121,8 +121,9 @@ class LibpqSend:
 
     For a class on a psycopg connection's ``pgconn`` that keeps its prepared statements
     in ``names``, prepares with ``_prepare(sql)`` and reads a result with ``_take(res)``.
-    ``send`` sends a prepared statement without waiting for its result: in autocommit
-    mode (the only mode this is for) the statement is a transaction of its own. Then wait
+    ``send`` sends a prepared statement (one without parameters as a simple query)
+    without waiting for its result; the connection is in autocommit mode (the only mode
+    this is for), so BEGIN and COMMIT are statements like the others. Then wait
     for ``fileno()`` to be readable until ``ready()``, and take the result with ``receive()``.
     """
 
@@ -136,7 +137,10 @@ class LibpqSend:
         raise NotImplementedError
 
     def send(self, sql: str, params: Any = ()) -> None:
-        self.pgconn.send_query_prepared(self.names.get(sql) or self._prepare(sql), _text(params))
+        if params:
+            self.pgconn.send_query_prepared(self.names.get(sql) or self._prepare(sql), _text(params))
+        else:  # BEGIN, COMMIT: a simple query, one message
+            self.pgconn.send_query(sql.encode())
 
     def fileno(self) -> int:
         return self.pgconn.socket

@@ -15,10 +15,12 @@ where that layer is measured to matter, and stays on DB-API everywhere else:
   MariaDB Connector/Python's binary protocol is not used);
 * anything else (sqlite3, PyMySQL, pyodbc): ``cursor.execute`` and ``fetchall``.
 
-Every runner answers with sysbench's classification of the statement it ran: READ when it
-returned a result set, WRITE when it changed at least one row, OTHER otherwise (BEGIN,
-COMMIT, and DML that matched nothing), which is how sysbench's drivers split "queries
-performed" into read/write/other.
+Every runner leaves sysbench's classification of the statement it ran in ``kind``: READ
+when it returned a result set, WRITE when it changed at least one row, OTHER otherwise
+(BEGIN, COMMIT, and DML that matched nothing), which is how sysbench's drivers split
+"queries performed" into read/write/other. The libpq and mysqlclient runners can also
+send a statement without waiting for it (``send``/``receive``), which lets the engine
+run many users on one thread (tpsbench.api.multiplex).
 
 The targets' own ``fast_cursor(conn)`` (TPC-C's hot path) goes down the same layers but
 turns every row into Python values, as a workload that reads its results must; sysbench
@@ -35,6 +37,9 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+from tpsbench.targets.mysql import MysqlclientSend
+from tpsbench.targets.postgresql import LibpqSend
+
 READ, WRITE, OTHER = 0, 1, 2
 KINDS = ("read", "write", "other")
 
@@ -46,24 +51,26 @@ _NUMBERS = itertools.count(1)
 
 
 class StatementRunner:
-    """Generic DB-API runner: a cursor, ``execute`` with parameters, results fetched."""
+    """Generic DB-API runner: a cursor, ``execute`` with parameters, results fetched.
+
+    Every runner's ``execute(sql, params)`` leaves sysbench's kind of the statement in
+    ``kind``; a statement without parameters (BEGIN, COMMIT, ROLLBACK) goes without any.
+    """
+
+    kind = OTHER
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
         self.cur = conn.cursor()
 
-    def run(self, sql: str, params: Sequence[int | str]) -> int:
+    def execute(self, sql: str, params: Sequence[int | str]) -> None:
         cur = self.cur
-        cur.execute(sql, params)
+        cur.execute(sql, params) if params else cur.execute(sql)
         if cur.description is not None:
             cur.fetchall()
-            return READ
-        return WRITE if cur.rowcount > 0 else OTHER
-
-    def run_plain(self, sql: str) -> int:
-        """A statement without parameters (BEGIN, COMMIT, ROLLBACK)."""
-        self.cur.execute(sql)
-        return OTHER
+            self.kind = READ
+        else:
+            self.kind = WRITE if cur.rowcount > 0 else OTHER
 
     def close(self) -> None:
         try:
@@ -72,8 +79,10 @@ class StatementRunner:
             pass
 
 
-class PsycopgRunner(StatementRunner):
-    """libpq prepared statements on a psycopg 3 connection (see the module docstring)."""
+class PsycopgRunner(LibpqSend, StatementRunner):
+    """libpq prepared statements on a psycopg 3 connection (see the module docstring);
+    BEGIN and COMMIT as simple queries, as sysbench sends them. Can send without
+    waiting (LibpqSend), for the engine's shared thread."""
 
     def __init__(self, conn: Any) -> None:
         from psycopg import OperationalError, errors, pq
@@ -93,19 +102,22 @@ class PsycopgRunner(StatementRunner):
         name = b"tpsb_sb%d" % next(_NUMBERS)
         parts = sql.split("%s")
         text = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], start=1))
-        self._check(self.pgconn.prepare(name, text.encode()))
+        self._take(self.pgconn.prepare(name, text.encode()))
         self.names[sql] = name
         return name
 
-    def _check(self, res: Any) -> int:
+    def _take(self, res: Any) -> None:
+        """The kind of ``res``, its memory freed at once; an error raised as psycopg's."""
         status = res.status
         if status == self.tuples_ok:
             res.clear()
-            return READ
+            self.kind = READ
+            return
         if status == self.command_ok:
             rows = res.command_tuples
             res.clear()
-            return WRITE if rows else OTHER
+            self.kind = WRITE if rows else OTHER
+            return
         if self.pgconn.status != self.conn_ok:  # the server went away: what the engine reconnects on
             message = (res.error_message or b"connection lost").decode(errors="replace").strip()
             raise self.operational_error(message or "connection lost")
@@ -113,27 +125,28 @@ class PsycopgRunner(StatementRunner):
             self.names.clear()
         raise self.error_from_result(res, encoding=self.encoding)
 
-    def run(self, sql: str, params: Sequence[int | str]) -> int:
-        name = self.names.get(sql) or self._prepare(sql)
-        res = self.pgconn.exec_prepared(name, [str(v).encode() for v in params])
+    def execute(self, sql: str, params: Sequence[int | str]) -> None:
+        if not params:
+            self._take(self.pgconn.exec_(sql.encode()))
+            return
+        res = self.pgconn.exec_prepared(self.names.get(sql) or self._prepare(sql), [str(v).encode() for v in params])
         if res.status == self.tuples_ok:  # the common case inline: one call less per statement
             res.clear()
-            return READ
-        return self._check(res)
-
-    def run_plain(self, sql: str) -> int:
-        return self._check(self.pgconn.exec_(sql.encode()))
+            self.kind = READ
+            return
+        self._take(res)
 
     def close(self) -> None:
         """Nothing to free: the statements stay with the connection for its next session."""
 
 
-class MysqlclientRunner(StatementRunner):
+class MysqlclientRunner(MysqlclientSend, StatementRunner):
     """mysqlclient's C connection: one ``query`` round trip per statement.
 
     A result set is read to its end and dropped by ``discard_result`` (mysqlclient 2.2),
     as sysbench reads and frees its rows, without the result object (and its per-column
-    converters) that ``store_result`` builds and sysbench has no use for.
+    converters) that ``store_result`` builds and sysbench has no use for. Can send
+    without waiting (MysqlclientSend), for the engine's shared thread.
     """
 
     def __init__(self, conn: Any) -> None:
@@ -143,22 +156,26 @@ class MysqlclientRunner(StatementRunner):
         #: reads a result set to its end and frees it (store_result where mysqlclient is older)
         self.drop_result = getattr(conn, "discard_result", None) or conn.store_result
 
-    def run(self, sql: str, params: Sequence[int | str]) -> int:
+    def _query(self, sql: str, params: Sequence[int | str]) -> bytes:
         template = self.templates.get(sql)
         if template is None:
             template = self.templates[sql] = sql.encode()
+        if not params:
+            return template
         lit = self.literal
-        values = tuple([b"%d" % v if isinstance(v, int) else lit(v.encode()) for v in params])
+        return template % tuple([b"%d" % v if isinstance(v, int) else lit(v.encode()) for v in params])
+
+    def _take(self) -> None:
         conn = self.conn
-        conn.query(template % values)
         if conn.field_count():  # a result set: every row read from the server, in C, and dropped
             self.drop_result()
-            return READ
-        return WRITE if conn.affected_rows() > 0 else OTHER
+            self.kind = READ
+        else:
+            self.kind = WRITE if conn.affected_rows() > 0 else OTHER
 
-    def run_plain(self, sql: str) -> int:
-        self.conn.query(sql.encode())
-        return OTHER
+    def execute(self, sql: str, params: Sequence[int | str]) -> None:
+        self.conn.query(self._query(sql, params))
+        self._take()
 
     def close(self) -> None:
         self.templates.clear()

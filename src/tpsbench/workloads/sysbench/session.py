@@ -3,7 +3,7 @@
 Every transaction is the mode's name (a sysbench run has one script, so one transaction
 type). :meth:`SysbenchSession.inputs` draws everything a transaction needs up front (table
 numbers, ids, k values and strings), so that a retry after a deadlock sends the same
-statements again; :meth:`SysbenchSession.execute` only sends them.
+statements again; :meth:`SysbenchSession.transaction` only sends them.
 
 sysbench's summary splits queries into read/write/other. The session counts the same way,
 statement by statement, from what the server answered (see driver.py), as sysbench counts
@@ -19,10 +19,10 @@ Think and keying times are 0: sysbench users never wait between events.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
-from tpsbench.api.session import RunContext, Session
+from tpsbench.api.session import RunContext, Session, Statement
 from tpsbench.targets.base import Target, error_codes, set_autocommit
 from tpsbench.workloads.sysbench import driver
 from tpsbench.workloads.sysbench.common import SqlSet, sql_set
@@ -38,7 +38,6 @@ from tpsbench.workloads.sysbench.rand import SbRand
 DUPLICATE_SQLSTATES = frozenset({"23505"})
 DUPLICATE_CODES = frozenset({1062, 2627, 2601})
 
-Statement = tuple[str, tuple[int | str, ...]]
 #: appends one statement group's statements: (out, the group's SQL per table, count)
 Drawer = Callable[[list[Statement], tuple[str, ...], int], None]
 
@@ -68,6 +67,10 @@ class SysbenchSession(Session):
         #: statements executed, indexed by driver.READ / WRITE / OTHER
         self.totals = [0, 0, 0]
         self.runner: driver.StatementRunner | None = None
+        #: BEGIN, COMMIT and ROLLBACK of the dialect, as statements without parameters
+        self.begin: Statement = (self.sql.begin, ())
+        self.commit: Statement = (self.sql.commit, ())
+        self.rollback: Statement = (self.sql.rollback, ())
         self.steps = self._steps()
         self.rebind(conn)
 
@@ -83,16 +86,19 @@ class SysbenchSession(Session):
             self.runner.close()
         self.conn = conn
         set_autocommit(conn)  # BEGIN and COMMIT are statements of their own, as sysbench sends them
-        self.runner = driver.runner_for(conn, self.fast)
+        self.runner = self.transaction_cursor = driver.runner_for(conn, self.fast)
 
     def next_transaction(self) -> str:
         return self.mode
 
     def inputs(self, name: str) -> list[Statement]:
-        """Every statement of one transaction with its parameters, drawn as sysbench draws them."""
-        out: list[Statement] = []
+        """Every statement of one transaction with its parameters, drawn as sysbench draws
+        them, BEGIN and COMMIT included where the mode has them."""
+        out: list[Statement] = [self.begin] if self.plan.transactional else []
         for draw, texts, count in self.steps:
             draw(out, texts, count)
+        if self.plan.transactional:
+            out.append(self.commit)
         return out
 
     # -- one drawer per statement group: (out, the group's SQL per table, count) ---------
@@ -156,27 +162,28 @@ class SysbenchSession(Session):
                    "random_points": self._random_points, "random_ranges": self._random_ranges}
         return tuple((drawers[group], self.sql.by_group.get(group, ()), count) for group, count in self.plan.groups)
 
-    def execute(self, name: str, inputs: object) -> bool:
-        """Send the transaction; False when a duplicate key ended it (sysbench ignores those).
+    def transaction(self, name: str, inputs: object) -> Generator[Statement, None, bool]:
+        """The transaction's statements, each counted by its kind once it has run; False
+        when a duplicate key ended it (sysbench ignores those).
 
         A DELETE that raced another user's DELETE of the same id finds no row, and the
         INSERT that follows it then collides with the other user's INSERT: sysbench's
         pgsql driver counts that as an ignored error and starts a new event, so this
         rolls back and reports an expected rollback rather than an error.
         """
-        runner = self.runner
+        runner, totals = self.runner, self.totals
         assert runner is not None
-        run, totals = runner.run, self.totals
-        transactional = self.plan.transactional
         try:
-            if transactional:
-                totals[runner.run_plain(self.sql.begin)] += 1
-            for sql, params in inputs:  # type: ignore[attr-defined]
-                totals[run(sql, params)] += 1
-            if transactional:
-                totals[runner.run_plain(self.sql.commit)] += 1
+            for statement in inputs:  # type: ignore[attr-defined]
+                yield statement
+                totals[runner.kind] += 1
         except Exception as exc:
-            self._rollback(transactional)
+            if self.plan.transactional:
+                try:
+                    yield self.rollback
+                    totals[runner.kind] += 1
+                except Exception:  # noqa: BLE001, S110 - the connection may be gone; the engine reconnects
+                    pass
             if self._is_duplicate(exc):
                 return False
             raise
@@ -187,14 +194,6 @@ class SysbenchSession(Session):
         """This user's [low, high] of k values (sysbench truncates its float bounds to integers)."""
         low = self.slice_len * self.slice_no
         return int(low), int(low + self.slice_len)
-
-    def _rollback(self, transactional: bool) -> None:
-        if not transactional or self.runner is None:
-            return
-        try:
-            self.totals[self.runner.run_plain(self.sql.rollback)] += 1
-        except Exception:  # noqa: BLE001, S110 - the connection may be gone; the engine reconnects
-            pass
 
     def _is_duplicate(self, exc: BaseException) -> bool:
         state, code = error_codes(exc)
