@@ -58,6 +58,8 @@ class Hosting:
         self.stop = threading.Event()
         self.mux = Multiplexer(db.target, self.recorder, self.stop, think=think_s is not None)
         self.sessions = [db.session(uid, procedures="on") for uid in range(users)]
+        #: the server's ids of their connections, read before the shared thread uses them
+        self.backends = [backend_id(db, session.conn) for session in self.sessions]
         for session in self.sessions:
             assert can_multiplex(session)
             if think_s is not None:  # short, fixed keying and think times instead of the spec's seconds
@@ -136,11 +138,14 @@ def kill(db: Db, ident: int) -> None:
     db.conn.commit()
 
 
-def test_a_lost_connection_goes_back_to_its_users_thread(server: Db) -> None:
-    with Hosting(server, 4) as hosting:
+@pytest.mark.parametrize("think_s", [None, 0.2], ids=["busy", "thinking"])
+def test_a_lost_connection_goes_back_to_its_users_thread(server: Db, think_s: float | None) -> None:
+    """Killed while a statement is out, or (mostly) while the user thinks: then the
+    closed socket speaks out of turn, is left alone, and the next send finds it dead."""
+    with Hosting(server, 4, think_s=think_s) as hosting:
         time.sleep(0.5)
-        for session in hosting.sessions:
-            kill(server, backend_id(server, session.conn))
+        for ident in hosting.backends:
+            kill(server, ident)
         for thread in hosting.threads:
             thread.join(15)  # host() returns: the users' threads would reconnect now
         report = hosting.finish()

@@ -48,8 +48,6 @@ from tpsbench.targets.base import Target
 MAX_RETRIES = 10
 #: the longest the shared thread sleeps before it looks at new users and at the step's end
 TICK_S = 0.05
-#: epoll: wake once when readable, then stay quiet until re-armed by the next send
-_ARMED = select.EPOLLIN | select.EPOLLONESHOT
 
 
 def triage(target: Target, rec: IntervalRecorder, name: str, exc: BaseException, retries: int) -> str:
@@ -79,12 +77,14 @@ def can_multiplex(session: Session) -> bool:
 class Hosted:
     """One user while the shared thread runs it: its session and transaction in flight."""
 
-    __slots__ = ("session", "cur", "fd", "done", "lost", "name", "inputs", "steps", "retries", "t0")
+    __slots__ = ("session", "cur", "fd", "armed", "done", "lost", "name", "inputs", "steps", "retries", "t0")
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self.cur: Any = session.transaction_cursor
         self.fd = -1
+        #: whether epoll watches the socket (it stops watching one that spoke out of turn)
+        self.armed = False
         self.done = threading.Event()
         #: why the user came back before the step's end: its connection's error
         self.lost: BaseException | None = None
@@ -106,6 +106,8 @@ class Multiplexer:
         self.think = think
         self.inbox: deque[Hosted] = deque()
         self.poller = select.epoll()
+        #: users by socket: all of them, and those waiting for a result
+        self.hosted: dict[int, Hosted] = {}
         self.in_flight: dict[int, Hosted] = {}
         #: (due on the monotonic clock, tie-breaker, user, what to do then): keying and think times
         self.timers: list[tuple[float, int, Hosted, Callable[[Hosted], None]]] = []
@@ -155,6 +157,8 @@ class Multiplexer:
                     slot = in_flight.pop(fd, None)
                     if slot is not None:
                         self.complete(slot)
+                    else:
+                        self.quiet(fd)
                 now = time.monotonic()
                 while timers and timers[0][0] <= now:
                     _, _, slot, then = heapq.heappop(timers)
@@ -172,7 +176,9 @@ class Multiplexer:
             return
         try:
             slot.fd = slot.cur.fileno()
-            self.poller.register(slot.fd, select.EPOLLONESHOT)  # armed by each send
+            self.poller.register(slot.fd, select.EPOLLIN)
+            slot.armed = True
+            self.hosted[slot.fd] = slot
         except Exception as exc:  # noqa: BLE001 - a connection that died while it was handed over
             slot.name, slot.lost = self.rec.names[0], exc  # counted as the threaded path does
             self.rec.add(slot.name, "reconnects")
@@ -217,7 +223,9 @@ class Multiplexer:
             return
         try:
             slot.cur.send(*statement)
-            self.poller.modify(slot.fd, _ARMED)
+            if not slot.armed:
+                self.poller.modify(slot.fd, select.EPOLLIN)
+                slot.armed = True
         except Exception as exc:  # noqa: BLE001 - the transaction sees it as its statement's error
             self.advance(slot, exc)
             return
@@ -227,7 +235,6 @@ class Multiplexer:
         """The socket is readable: take the result if it is whole, else wait again."""
         try:
             if not slot.cur.ready():
-                self.poller.modify(slot.fd, _ARMED)
                 self.in_flight[slot.fd] = slot
                 return
             slot.cur.receive()
@@ -258,9 +265,19 @@ class Multiplexer:
     def after(self, seconds: float, slot: Hosted, then: Callable[[Hosted], None]) -> None:
         heapq.heappush(self.timers, (time.monotonic() + seconds, next(self.order), slot, then))
 
+    def quiet(self, fd: int) -> None:
+        """A socket readable with no statement out (a server closing the connection while
+        its user thinks): stop watching it until its next send, which will fail or not."""
+        slot = self.hosted.get(fd)
+        if slot is not None and slot.armed:
+            self.poller.modify(fd, 0)
+            slot.armed = False
+
     def release(self, slot: Hosted) -> None:
         """Hand the user back to its thread (the step is over, or its connection is lost)."""
         self.in_flight.pop(slot.fd, None)
+        if self.hosted.get(slot.fd) is slot:
+            del self.hosted[slot.fd]
         with contextlib.suppress(OSError, ValueError):  # a closed socket has left epoll already
             self.poller.unregister(slot.fd)
         slot.done.set()
