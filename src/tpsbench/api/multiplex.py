@@ -132,9 +132,11 @@ class Multiplexer:
         reconnect is counted already; the caller reconnects and hosts the user again)."""
         slot = Hosted(session)
         self.inbox.append(slot)
-        while not slot.done.wait(TICK_S * 2):
-            if not self.thread.is_alive():  # ended before it saw this user: the step is over
-                break
+        # a waiting thread that woke often would take the GIL from the shared thread as
+        # often: it wakes once a second only, for the case where the shared thread ended
+        # before it saw this user (the step is over)
+        while not slot.done.wait(1.0) and self.thread.is_alive():
+            pass
         return slot.name if slot.lost is not None else None
 
     # -- the shared thread ------------------------------------------------------------
