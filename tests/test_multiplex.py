@@ -66,10 +66,15 @@ class Hosting:
                 session.keying_time = session.think_time = lambda name, s=think_s: s  # type: ignore[method-assign]
         #: what each user's host() returned: None at the step's end, else the transaction it lost its connection in
         self.returned: dict[int, str | None] = {}
+        #: what host() raised instead, by user
+        self.raised: dict[int, BaseException] = {}
         self.threads = [threading.Thread(target=self._host, args=(uid,)) for uid in range(users)]
 
     def _host(self, uid: int) -> None:
-        self.returned[uid] = self.mux.host(self.sessions[uid])
+        try:
+            self.returned[uid] = self.mux.host(self.sessions[uid])
+        except Exception as exc:  # noqa: BLE001 - looked at by the test
+            self.raised[uid] = exc
 
     def __enter__(self) -> Hosting:
         self.mux.start()
@@ -122,6 +127,24 @@ def test_think_times_pace_hosted_users(server: Db) -> None:
     assert 4 * 5 <= done <= 4 * 12, done
 
 
+def test_a_session_bug_ends_the_shared_thread_and_each_hosted_user_says_so(server: Db) -> None:
+    """A bug in one session (its inputs() raising) cannot be a user's error like a
+    database's: the shared thread ends, and every user it hosted raises in its own
+    thread, where the worker lists it among the step's problems (Worker.guarded)."""
+    hosting = Hosting(server, 3)
+
+    def broken(name: str) -> object:
+        raise ZeroDivisionError("a bug in inputs()")
+
+    hosting.sessions[1].inputs = broken  # type: ignore[method-assign]
+    with hosting:
+        for thread in hosting.threads:
+            thread.join(10)
+        assert not any(thread.is_alive() for thread in hosting.threads)
+    assert set(hosting.raised) == {0, 1, 2} and not hosting.returned
+    assert all("ZeroDivisionError: a bug in inputs()" in str(exc) for exc in hosting.raised.values())
+
+
 def backend_id(db: Db, conn: Any) -> int:
     return conn.info.backend_pid if db.target.dialect == "postgresql" else conn.thread_id()
 
@@ -152,3 +175,52 @@ def test_a_lost_connection_goes_back_to_its_users_thread(server: Db, think_s: fl
     assert set(hosting.returned) == set(range(4))
     assert all(name in TRANSACTIONS for name in hosting.returned.values()), hosting.returned
     assert report.reconnects == 4 and report.total("errors") == 0, (report.reconnects, report.error_counts)
+
+
+def test_engine_step_survives_every_backend_killed_with_users_on_the_shared_thread(server: Db) -> None:
+    """Through the whole engine (one worker, users on its shared thread): every backend of
+    the run killed mid-step; the users reconnect on their own threads, are hosted again,
+    and the step completes with the reconnects counted and commits after them; the
+    database's evidence differs from the driver's count by at most the calls in flight
+    when the connections died (their commits may have happened unseen)."""
+    from test_engine import bounded
+
+    from tpsbench.api.engine import RunStatus, Step, run_steps
+    from tpsbench.workloads import get_workload
+
+    wl = get_workload("tpcc")
+    ctx = RunContext("tpcc", server.url, server.ctx.scale, 11, server.ctx.constants,
+                     {"think": "off", "warehouses": "home", "client": "fast", "procedures": "on"})
+    killed: list[int] = []
+
+    def backends() -> set[int]:
+        cur = server.conn.cursor()
+        if server.target.dialect == "postgresql":
+            cur.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        else:
+            cur.execute("SELECT id FROM information_schema.PROCESSLIST WHERE db = DATABASE()")
+        found = {int(row[0]) for row in cur.fetchall()}
+        cur.close()
+        server.conn.commit()
+        return found
+
+    earlier = backends()  # this probe and the earlier tests' sessions: not the run's
+
+    def kill_all(report: IntervalReport) -> None:
+        if report.steady and not killed:
+            ours = backends() - earlier
+            for ident in ours:
+                kill(server, ident)
+            killed.append(len(ours))
+
+    before = evidence(server.conn)
+    step = Step(users=6, duration_s=3.0, rampup_s=0.5, interval_s=0.5, multiplex=True)
+    outcome = bounded(lambda: run_steps(ctx, wl, [step], kill_all, workers=1, live=None), 90)
+    after = evidence(server.conn)
+    result = outcome.steps[0]
+    assert outcome.status is RunStatus.COMPLETED and result.problems == [] and killed == [6]
+    total = result.total()
+    assert total.reconnects >= 6 and total.total("errors") == 0, (total.reconnects, total.error_counts)
+    assert result.intervals[-2].total("commits") > 0  # working again after the reconnects
+    expected = expected_evidence(commits(total))
+    assert all(0 <= after[k] - before[k] - expected[k] <= 6 for k in expected), (before, after, expected)

@@ -114,6 +114,8 @@ class Multiplexer:
         self.order = itertools.count()
         #: set when the worker stops waiting for answers still out (a server that hangs)
         self.abandon = False
+        #: what ended the shared thread early (a session's bug), told to every user it hosted
+        self.failure: str | None = None
         self.thread = threading.Thread(target=self.serve, name="multiplexer", daemon=True)
 
     def start(self) -> None:
@@ -137,6 +139,8 @@ class Multiplexer:
         # before it saw this user (the step is over)
         while not slot.done.wait(1.0) and self.thread.is_alive():
             pass
+        if self.failure is not None:
+            raise RuntimeError(f"the shared thread ended: {self.failure}")
         return slot.name if slot.lost is not None else None
 
     # -- the shared thread ------------------------------------------------------------
@@ -165,8 +169,10 @@ class Multiplexer:
                 while timers and timers[0][0] <= now:
                     _, _, slot, then = heapq.heappop(timers)
                     then(slot)
+        except Exception as exc:  # noqa: BLE001 - e.g. a session's inputs() failing: its users are told
+            self.failure = f"{type(exc).__name__}: {first_line(exc)}"
         finally:
-            for slot in list(in_flight.values()):
+            for slot in list(self.hosted.values()):
                 self.release(slot)
             while self.inbox:
                 self.inbox.popleft().done.set()
