@@ -1,12 +1,15 @@
 """Worker processes and their virtual users: the load generator side of the engine.
 
-One worker process hosts many virtual users, each a thread on its own synchronous DB-API
-connection. Threads, not asyncio, by measurement (bench/engine_threads_vs_asyncio.py):
+One worker process hosts many virtual users, each with a thread and its own synchronous
+DB-API connection. Threads, not asyncio, by measurement (bench/engine_threads_vs_asyncio.py):
 for the same point select psycopg's sync API costs the client less CPU per transaction
 than its asyncio API and gives more transactions per second in one process, and PyMySQL
 has no asyncio API at all. Drivers release the GIL while waiting on the server, so a few
 hundred mostly waiting users per process cost little; CPU-bound work is spread by running
-one process per core.
+one process per core. Users whose sessions send statement by statement on libpq or
+mysqlclient run on the worker's shared thread instead, one epoll loop for all of them
+(tpsbench.api.multiplex), which costs less CPU again (bench/results/engine_tpcc.txt);
+their own threads only connect, and reconnect, for them.
 
 The line to the coordinator is a plain message protocol over one duplex
 :mod:`multiprocessing` connection per worker: :class:`StepPlan` or :class:`Stop` in;
