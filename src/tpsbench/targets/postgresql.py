@@ -110,17 +110,24 @@ class PostgresTarget(Target):
         return LibpqCursor(conn)
 
 
-#: LibpqCursor's statements by connection: {SQL text: prepared statement name}
+#: the statements prepared on each connection: {SQL text: prepared statement name}
 _PREPARED: weakref.WeakKeyDictionary[Any, dict[str, bytes]] = weakref.WeakKeyDictionary()
 #: prepared statement names, unique in the process, so that none is ever prepared twice
 _STATEMENT_NUMBERS = itertools.count(1)
+
+
+def prepared_names(conn: Any) -> dict[str, bytes]:
+    """The statements prepared on ``conn`` so far, {SQL text: name}: they belong to the
+    connection, which outlives a session (the engine keeps it for the next step)."""
+    return _PREPARED.setdefault(conn, {})
 
 
 class LibpqSend:
     """Sent now, read later: how one thread waits on many users (tpsbench.api.multiplex).
 
     For a class on a psycopg connection's ``pgconn`` that keeps its prepared statements
-    in ``names``, prepares with ``_prepare(sql)`` and reads a result with ``_take(res)``.
+    in ``names`` (``prepared_names``), encodes SQL in ``encoding`` and reads a result with
+    ``_take(res)``, which raises a failed one; statements are prepared here.
     ``send`` sends a prepared statement (one without parameters as a simple query)
     without waiting for its result; the connection is in autocommit mode (the only mode
     this is for), so BEGIN and COMMIT are statements like the others. Then wait
@@ -129,12 +136,20 @@ class LibpqSend:
 
     pgconn: Any
     names: dict[str, bytes]
-
-    def _prepare(self, sql: str) -> bytes:
-        raise NotImplementedError
+    encoding: str
 
     def _take(self, res: Any) -> Any:
         raise NotImplementedError
+
+    def _prepare(self, sql: str) -> bytes:
+        """Prepare ``sql`` (``%s`` markers, ``%%`` for a percent sign) on the connection,
+        with the server inferring the types; its name."""
+        name = b"tpsb_%d" % next(_STATEMENT_NUMBERS)
+        parts = sql.replace("%%", "\0").split("%s")
+        text = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], start=1))
+        self._take(self.pgconn.prepare(name, text.replace("\0", "%").encode(self.encoding)))
+        self.names[sql] = name
+        return name
 
     def send(self, sql: str, params: Any = ()) -> None:
         if params:
@@ -195,7 +210,7 @@ class LibpqCursor(LibpqSend, BufferedRows):
         self.tx = Transformer(conn)
         #: statements prepared on this connection, shared by every cursor made on it (a
         #: connection kept from one step to the next keeps its statements)
-        self.names: dict[str, bytes] = _PREPARED.setdefault(conn, {})
+        self.names = prepared_names(conn)
         self.rows: list[tuple] = []
         self.pos = 0
         self.rowcount = -1
@@ -251,16 +266,6 @@ class LibpqCursor(LibpqSend, BufferedRows):
 
     def close(self) -> None:
         self.rows = []
-
-    def _prepare(self, sql: str) -> bytes:
-        name = b"tpsb_%d" % next(_STATEMENT_NUMBERS)
-        parts = sql.replace("%%", "\0").split("%s")
-        text = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], start=1))
-        res = self.pgconn.prepare(name, text.replace("\0", "%").encode(self.encoding))
-        if res.status != self.command_ok:
-            raise self._error(res)
-        self.names[sql] = name
-        return name
 
     def _begin_and_exec(self, name: bytes, values: list[bytes | None] | None) -> Any:
         """BEGIN and the transaction's first statement in one round trip (libpq pipeline

@@ -32,22 +32,14 @@ and nothing outside this package uses it.
 
 from __future__ import annotations
 
-import itertools
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from tpsbench.targets.mysql import MysqlclientSend
-from tpsbench.targets.postgresql import LibpqSend
+from tpsbench.targets.postgresql import LibpqSend, prepared_names
 
 READ, WRITE, OTHER = 0, 1, 2
 KINDS = ("read", "write", "other")
-
-#: statements prepared on each psycopg connection, {SQL text: name}: a connection outlives
-#: its session (the engine keeps it for the next step), and so do its prepared statements
-_PREPARED: weakref.WeakKeyDictionary[Any, dict[str, bytes]] = weakref.WeakKeyDictionary()
-#: statement names unique in the process, so that none is ever prepared twice on a connection
-_NUMBERS = itertools.count(1)
 
 
 class StatementRunner:
@@ -89,7 +81,7 @@ class PsycopgRunner(LibpqSend, StatementRunner):
 
         self.conn = conn
         self.pgconn = conn.pgconn
-        self.names: dict[str, bytes] = _PREPARED.setdefault(conn, {})
+        self.names = prepared_names(conn)  # kept with the connection for its next session
         self.tuples_ok = pq.ExecStatus.TUPLES_OK
         self.command_ok = pq.ExecStatus.COMMAND_OK
         self.conn_ok = pq.ConnStatus.OK
@@ -97,14 +89,6 @@ class PsycopgRunner(LibpqSend, StatementRunner):
         self.error_from_result = errors.error_from_result
         self.operational_error = OperationalError
         self.encoding = "utf-8"
-
-    def _prepare(self, sql: str) -> bytes:
-        name = b"tpsb_sb%d" % next(_NUMBERS)
-        parts = sql.split("%s")
-        text = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], start=1))
-        self._take(self.pgconn.prepare(name, text.encode()))
-        self.names[sql] = name
-        return name
 
     def _take(self, res: Any) -> None:
         """The kind of ``res``, its memory freed at once; an error raised as psycopg's."""

@@ -54,6 +54,11 @@ class NewOrderInputs:
     #: True when the last line carries UNUSED_ITEM
     rollback: bool
 
+    @property
+    def all_local(self) -> int:
+        """O_ALL_LOCAL: 1 when the home warehouse supplies every line."""
+        return int(all(sw == self.w_id for _, sw, _ in self.lines))
+
 
 @dataclass(frozen=True, slots=True)
 class NewOrderOutput:
@@ -97,7 +102,7 @@ def execute(cur: Any, s: Statements, inp: NewOrderInputs) -> NewOrderOutput | No
     if head is None:
         raise LookupError(f"New-Order: no customer {inp.c_id} in district ({w_id}, {d_id})")
     c_discount, c_last, c_credit, w_tax, d_tax = head
-    all_local = int(all(sw == w_id for _, sw, _ in lines))
+    all_local = inp.all_local
     cur.execute(s.no_order, (o_id, d_id, w_id, inp.c_id, len(lines), all_local))
     cur.execute(s.no_new_order, (o_id, d_id, w_id))
 

@@ -62,9 +62,8 @@ def answer(name: str, cur: Any, inp: Any, error: Exception | None) -> Any:
 
 def _new_order_request(s: Statements, inp: NewOrderInputs) -> tuple[str, tuple]:
     w_id, lines = inp.w_id, inp.lines
-    all_local = int(all(sw == w_id for _, sw, _ in lines))
     pack = _array if s.dialect.name == "postgresql" else _csv  # MySQL has no array parameters
-    return s.call_new_order, (w_id, inp.d_id, inp.c_id, all_local, pack([line[0] for line in lines]),
+    return s.call_new_order, (w_id, inp.d_id, inp.c_id, inp.all_local, pack([line[0] for line in lines]),
                               pack([line[1] for line in lines]), pack([line[2] for line in lines]))
 
 
@@ -73,9 +72,8 @@ def _new_order_answer(cur: Any, inp: NewOrderInputs) -> NewOrderOutput | None:
     if row[0] is None:  # MySQL's procedure rolled back the unused item itself
         return None
     o_id, c_last, c_credit, brands, amount, discount, w_tax, d_tax = row
-    all_local = int(all(sw == inp.w_id for _, sw, _ in inp.lines))
     total = to_decimal(amount) * (1 - to_decimal(discount)) * (1 + to_decimal(w_tax) + to_decimal(d_tax))
-    return NewOrderOutput(int(o_id), c_last, c_credit, all_local, brands, total.quantize(CENT))
+    return NewOrderOutput(int(o_id), c_last, c_credit, inp.all_local, brands, total.quantize(CENT))
 
 
 def _payment_request(s: Statements, inp: PaymentInputs) -> tuple[str, tuple]:
