@@ -231,6 +231,49 @@ def test_fifty_users_run_in_two_worker_processes(pg_ctx: RunContext) -> None:
     assert step.problems == [] and commits(outcome) == evidence(pg_ctx.url)
 
 
+class PidSession(CounterSession):
+    """Counts its transactions also under the kind "pid <its process>", so that a step's
+    statement counts say which worker processes ran users."""
+
+    def __init__(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> None:
+        super().__init__(ctx, user_id, users, conn, target)
+        self.by_process = f"pid {os.getpid()}"
+        self.statement_counts[self.by_process] = 0
+
+    def execute(self, name: str, inputs: object) -> bool:
+        done = super().execute(name, inputs)
+        self.statement_counts[self.by_process] += 1
+        return done
+
+
+class ThreePerWorker(CounterWorkload):
+    def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
+        return PidSession(ctx, user_id, users, conn, target)
+
+    def users_per_worker(self, target: Target, options: Any) -> int:
+        return 3
+
+
+def processes_that_ran(step: StepResult) -> set[str]:
+    return {kind for kind, count in step.total().statements.items() if kind.startswith("pid") and count > 0}
+
+
+@needs_pg
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores for two workers")
+def test_default_workers_follow_the_workloads_users_per_worker(pg_ctx: RunContext) -> None:
+    steps = [Step(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5),
+             Step(users=5, duration_s=1.0, rampup_s=0.3, interval_s=0.5)]
+    outcome = bounded(lambda: run_steps(pg_ctx, ThreePerWorker(), steps, live=None), 90)
+    three, five = outcome.steps
+    assert three.problems == [] and five.problems == []
+    assert len(three.worker_pids) == 2  # the pool: ceil(5 / 3) workers
+    assert len(processes_that_ran(three)) == 1 and len(processes_that_ran(five)) == 2
+    assert commits(outcome) == evidence(pg_ctx.url)
+    # --workers fixes the spread: both workers share even the smaller step
+    fixed = bounded(lambda: run_steps(pg_ctx, ThreePerWorker(), steps[:1], workers=2, live=None), 90)
+    assert len(processes_that_ran(fixed.steps[0])) == 2
+
+
 # -- robustness ----------------------------------------------------------------------------
 @needs_pg
 def test_killed_worker_ends_the_step_with_an_error_not_a_hang(pg_ctx: RunContext) -> None:

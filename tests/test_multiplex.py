@@ -19,6 +19,7 @@ from tpsbench.api.metrics import IntervalRecorder, IntervalReport
 from tpsbench.api.multiplex import Multiplexer, can_multiplex
 from tpsbench.api.session import RunContext
 from tpsbench.targets import open_target
+from tpsbench.workloads.tpcc import USERS_PER_WORKER, TpccWorkload
 from tpsbench.workloads.tpcc.checks import CHECKS
 from tpsbench.workloads.tpcc.evidence import evidence, expected_evidence
 from tpsbench.workloads.tpcc.mix import TRANSACTIONS
@@ -95,6 +96,13 @@ class Hosting:
 
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
+
+
+def test_tpcc_packs_users_into_workers_only_with_stored_procedures(server: Db, tmp_path: Any) -> None:
+    wl = TpccWorkload()
+    assert wl.users_per_worker(server.target, {}) == USERS_PER_WORKER == 100
+    assert wl.users_per_worker(server.target, {"procedures": "off"}) == 1
+    assert wl.users_per_worker(open_target(f"sqlite:///{tmp_path / 'x.db'}"), {}) == 1
 
 
 def commits(report: IntervalReport) -> dict[str, int]:

@@ -39,7 +39,9 @@ def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--storage", default="", metavar="LABEL",
                      help="Name of the storage configuration under test, e.g. 'RAID10 8x SSHD'."),
         click.option("--workers", type=int, default=None, metavar="K",
-                     help="Driver processes hosting the users (default: one per core)."),
+                     help="Driver processes hosting the users, every step spread over all of them. Default: at"
+                          " most one per core, and for TPC-C with stored procedures one per 100 users of a step"
+                          " (fuller workers take less CPU from a database on the same cores)."),
         click.option("--multiplex/--no-multiplex", default=True, show_default=True,
                      help="Let one thread per worker wait on the sockets of all its users whose transactions are"
                           " one call each (TPC-C with stored procedures): less client CPU per transaction than a"

@@ -1,14 +1,16 @@
 """The coordinator: runs stepped user loads on worker processes and merges their intervals.
 
 A run is a list of :class:`Step` (users, ramp-up, steady-state duration, interval). The
-coordinator starts K worker processes (default one per core, "spawn" so that nothing of
-the parent's state, threads or connections leaks into them), deals the users of each
-step round-robin over them (user u on worker u % K, so that a user keeps its worker and
-its connection from one step to the next) and sends each a :class:`StepPlan` with one
-absolute start time. Workers answer with one IntervalReport per interval; the coordinator
-merges the reports of an interval once every live worker has sent it, prints a live line,
-hands it to ``on_interval`` (the results store) and, at the end of the step, summarises
-the steady-state intervals alone.
+coordinator starts K worker processes ("spawn", so that nothing of the parent's state,
+threads or connections leaks into them), deals the users of each step round-robin over
+the first A of them (user u on worker u % A, so that a user keeps its worker and its
+connection from one step to the next while A stays) and sends each a :class:`StepPlan`
+with one absolute start time. Workers answer with one IntervalReport per interval; the
+coordinator merges the reports of an interval once every live worker has sent it, prints
+a live line, hands it to ``on_interval`` (the results store) and, at the end of the step,
+summarises the steady-state intervals alone. K and A are ``--workers`` when given; by default a step
+of u users gets ceil(u / n) workers, at most one per core, n being the workload's
+``users_per_worker`` (1, every core, unless fewer and fuller workers measured cheaper).
 
 Robustness is part of the measurement's honesty: a Ctrl-C stops the workers and keeps the
 finished intervals; a worker that dies is noticed through its process sentinel, recorded,
@@ -117,8 +119,11 @@ def run_steps(ctx: RunContext, workload: RunnableWorkload, steps: Sequence[Step]
               workers: int | None = None, live: Callable[[str], None] | None = print) -> RunOutcome:
     """Run ``steps`` one after the other and return each step's result and the run status.
 
-    ``workload`` must be picklable (it is sent to spawned processes); ``workers`` defaults
-    to one process per core, never more than the largest step's users. ``live`` gets one
+    ``workload`` must be picklable (it is sent to spawned processes). ``workers`` fixes
+    the number of processes, every step spread over all of them (never more than the
+    largest step's users). By default a step of ``u`` users runs on ceil(u / n) processes,
+    at most one per core, where n is the workload's ``users_per_worker`` (1 unless the
+    workload measured that fewer, fuller workers cost the client less). ``live`` gets one
     progress line per interval (None: quiet). ``on_interval`` gets every merged interval as it completes (steady or not; store them
     all, report only steady ones), ``on_step`` each finished :class:`StepResult`. Ctrl-C
     ends the run within a few seconds with status INTERRUPTED.
@@ -129,8 +134,10 @@ def run_steps(ctx: RunContext, workload: RunnableWorkload, steps: Sequence[Step]
         if step.users < 1 or step.duration_s <= 0 or step.interval_s <= 0 or step.rampup_s < 0:
             raise TpsbenchError(f"bad step {step}: users >= 1, duration > 0, interval > 0, ramp-up >= 0")
     check_connection_limit(ctx, steps)
-    count = max(1, min(workers or os.cpu_count() or 1, max(step.users for step in steps)))
-    coordinator = Coordinator(ctx, workload, count, on_interval, live)
+    most = max(step.users for step in steps)
+    per_worker = 1 if workers else max(1, workload.users_per_worker(open_target(ctx.url), ctx.options))
+    count = max(1, min(workers or os.cpu_count() or 1, -(-most // per_worker)))
+    coordinator = Coordinator(ctx, workload, count, per_worker, on_interval, live)
     results: list[StepResult] = []
     with coordinator.sigint_handler():
         try:
@@ -170,9 +177,9 @@ class _WorkerHandle:
 class Coordinator:
     """The worker pool of one run and the merging of their reports, step by step."""
 
-    def __init__(self, ctx: RunContext, workload: RunnableWorkload, count: int,
+    def __init__(self, ctx: RunContext, workload: RunnableWorkload, count: int, per_worker: int,
                  on_interval: Callable[[IntervalReport], None] | None, live: Callable[[str], None] | None) -> None:
-        self.ctx, self.workload, self.count = ctx, workload, count
+        self.ctx, self.workload, self.count, self.per_worker = ctx, workload, count, per_worker
         self.on_interval, self.live = on_interval, live
         self.mp = mp.get_context("spawn")
         self.workers: list[_WorkerHandle | None] = [None] * count
@@ -252,8 +259,10 @@ class Coordinator:
         start_at = time.time() + START_LEAD_S
         think = self.ctx.options.get("think", "off") != "off"
         sent: set[int] = set()
+        active = min(self.count, -(-step.users // self.per_worker))
         for handle in handles:
-            plan = StepPlan(number, list(range(handle.index, step.users, self.count)), step.users,
+            users = list(range(handle.index, step.users, active)) if handle.index < active else []
+            plan = StepPlan(number, users, step.users,
                             step.rampup_s, step.duration_s, step.interval_s, start_at, think, step.multiplex)
             if handle.send(plan):
                 sent.add(handle.index)

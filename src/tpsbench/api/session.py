@@ -139,6 +139,18 @@ class RunnableWorkload(ABC):
         """
         return None
 
+    def users_per_worker(self, target: Target, options: Mapping[str, str]) -> int:
+        """How many users one worker process hosts before a step spreads over another.
+
+        The engine's default: a step of ``u`` users runs on ceil(u / this) workers, at most
+        one per core. 1 spreads every step over all cores, which suits workloads whose
+        transactions are short, where the client's CPU per second is high. A workload
+        whose transactions keep the server busy far longer than the client says more:
+        users sharing one worker's thread then cost the client less CPU each, because
+        each wake-up of that thread finds more results in (see TpccWorkload).
+        """
+        return 1
+
     @abstractmethod
     def evidence(self, conn: Any) -> dict[str, int]:
         """The database's own counters (e.g. order counts), read before and after a run."""
