@@ -231,6 +231,12 @@ def test_new_order_inputs_follow_the_spec() -> None:
     remote = [sw for _, sw, _ in lines if sw != 2]
     assert abs(len(remote) / len(lines) - 0.01) < 0.002 and set(remote) == {1, 3}
     assert {q for _, _, q in lines} == set(range(1, 11))
+    quantities = Counter(q for _, _, q in lines)
+    assert all(abs(n / len(lines) - 0.1) < 0.005 for n in quantities.values())
+    # one draw picks both a line's supplier and its quantity: remote lines get every quantity too
+    assert {q for _, sw, q in lines if sw != 2} == set(range(1, 11))
+    assert all(o.all_local == int(all(sw == 2 for _, sw, _ in o.lines)) for o in orders)
+    assert 0.85 < sum(o.all_local for o in orders) / len(orders) < 0.95  # 1% per line, ~10 lines
     single = Draws(1, 0, 1, {"c_last": 0, "c_id": 0, "ol_i_id": 0})
     assert all(sw == 1 for _ in range(2000) for _, sw, _ in new_order.inputs(single, 1).lines)
 

@@ -2,6 +2,10 @@
 
 Loading follows TPC-C clause 4.3 (see loader.py), checking clause 3.3.2 (checks.py).
 The module-level ``WORKLOAD`` makes the package discoverable by name ("tpcc").
+
+Each transaction's inputs and output are slotted dataclasses that nothing mutates, and
+not frozen ones: two are made per transaction on the driver's hot path, and a frozen
+dataclass's ``__init__`` (``object.__setattr__`` per field) costs four times as much.
 """
 
 from __future__ import annotations

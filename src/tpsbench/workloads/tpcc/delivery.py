@@ -49,13 +49,13 @@ from tpsbench.workloads.tpcc.mix import Draws
 from tpsbench.workloads.tpcc.sql import Statements
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DeliveryInputs:
     w_id: int
     o_carrier_id: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DeliveryOutput:
     #: (D_ID, O_ID) of every delivered order, by district
     delivered: tuple[tuple[int, int], ...]

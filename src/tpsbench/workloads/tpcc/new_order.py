@@ -44,7 +44,7 @@ UNUSED_ITEM = ITEMS + 1
 CENT = Decimal("0.01")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NewOrderInputs:
     w_id: int
     d_id: int
@@ -53,14 +53,16 @@ class NewOrderInputs:
     lines: tuple[tuple[int, int, int], ...]
     #: True when the last line carries UNUSED_ITEM
     rollback: bool
+    #: O_ALL_LOCAL: 1 when the home warehouse supplies every line (worked out from the
+    #: lines when not given; inputs() knows it from its draws, for less)
+    all_local: int = -1
 
-    @property
-    def all_local(self) -> int:
-        """O_ALL_LOCAL: 1 when the home warehouse supplies every line."""
-        return int(all(sw == self.w_id for _, sw, _ in self.lines))
+    def __post_init__(self) -> None:
+        if self.all_local == -1:
+            self.all_local = int(all(line[1] == self.w_id for line in self.lines))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NewOrderOutput:
     o_id: int
     c_last: str
@@ -81,12 +83,13 @@ def inputs(draw: Draws, w_id: int) -> NewOrderInputs:
     items = draw.ol_i_id.take(ol_cnt)
     if rollback:
         items[-1] = UNUSED_ITEM
-    lines = tuple(
-        # §2.4.1.5: 99% home, 1% another warehouse (other_warehouse gives home when W = 1)
-        (i_id, w_id if draw.uniform(1, 100) > 1 else draw.other_warehouse(w_id), draw.uniform(1, 10))
-        for i_id in items
-    )
-    return NewOrderInputs(w_id, d_id, c_id, lines, rollback)
+    # one value in 0..999 per line (Draws.line): §2.4.1.5's 1% remote supplier when its
+    # tens are 0 (other_warehouse gives home when W = 1), §2.4.1.5's quantity 1..10 from its last digit
+    values = draw.line.take(ol_cnt)
+    lines = tuple([(i_id, w_id if v >= 10 else draw.other_warehouse(w_id), v % 10 + 1)
+                   for i_id, v in zip(items, values)])
+    all_local = 1 if min(values) >= 10 else int(all(line[1] == w_id for line in lines))
+    return NewOrderInputs(w_id, d_id, c_id, lines, rollback, all_local)
 
 
 def execute(cur: Any, s: Statements, inp: NewOrderInputs) -> NewOrderOutput | None:

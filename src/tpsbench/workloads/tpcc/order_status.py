@@ -22,7 +22,7 @@ from tpsbench.workloads.tpcc.payment import customer_key
 from tpsbench.workloads.tpcc.sql import Statements, to_decimal
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OrderStatusInputs:
     w_id: int
     d_id: int
@@ -31,7 +31,7 @@ class OrderStatusInputs:
     c_last: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OrderStatusOutput:
     c_id: int
     c_balance: Decimal

@@ -38,7 +38,7 @@ from tpsbench.workloads.tpcc.sql import Statements, to_decimal
 AMOUNT_MIN_CENTS, AMOUNT_MAX_CENTS = 100, 500_000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PaymentInputs:
     w_id: int
     d_id: int
@@ -50,7 +50,7 @@ class PaymentInputs:
     h_amount: Decimal
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PaymentOutput:
     c_id: int
     c_credit: str

@@ -20,7 +20,7 @@ from tpsbench.workloads.tpcc.sql import Statements
 THRESHOLD_MIN, THRESHOLD_MAX = 10, 20
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StockLevelInputs:
     w_id: int
     d_id: int
