@@ -200,11 +200,12 @@ class Multiplexer:
             return
         session = slot.session
         slot.name = name = session.next_transaction()
-        wait = session.keying_time(name) if self.think else 0.0
-        if wait > 0:
-            self.after(wait, slot, self.begin)
-        else:
-            self.begin(slot)
+        if self.think:
+            wait = session.keying_time(name)
+            if wait > 0:
+                self.after(wait, slot, self.begin)
+                return
+        self.begin(slot)
 
     def begin(self, slot: Hosted) -> None:
         """Draw the inputs and start the first attempt; the clock starts here."""
@@ -264,11 +265,12 @@ class Multiplexer:
 
     def finished(self, slot: Hosted) -> None:
         """After a transaction (committed, rolled back or failed): think, then the next."""
-        wait = slot.session.think_time(slot.name) if self.think else 0.0
-        if wait > 0 and not self.stop.is_set():
-            self.after(wait, slot, self.next_transaction)
-        else:
-            self.next_transaction(slot)
+        if self.think:
+            wait = slot.session.think_time(slot.name)
+            if wait > 0 and not self.stop.is_set():
+                self.after(wait, slot, self.next_transaction)
+                return
+        self.next_transaction(slot)
 
     def after(self, seconds: float, slot: Hosted, then: Callable[[Hosted], None]) -> None:
         heapq.heappush(self.timers, (time.monotonic() + seconds, next(self.order), slot, then))

@@ -31,7 +31,7 @@ from typing import Any
 from tpsbench.targets.base import error_codes
 from tpsbench.workloads.tpcc import order_status, stock_level
 from tpsbench.workloads.tpcc.delivery import DeliveryInputs, DeliveryOutput
-from tpsbench.workloads.tpcc.new_order import CENT, UNUSED_ITEM, NewOrderInputs, NewOrderOutput
+from tpsbench.workloads.tpcc.new_order import UNUSED_ITEM, NewOrderInputs, NewOrderOutput
 from tpsbench.workloads.tpcc.payment import PaymentInputs, PaymentOutput
 from tpsbench.workloads.tpcc.sql import Statements, to_decimal
 
@@ -80,8 +80,7 @@ def _new_order_answer(cur: Any, inp: NewOrderInputs) -> NewOrderOutput | None:
     if row[0] is None:  # MySQL's procedure rolled back the unused item itself
         return None
     o_id, c_last, c_credit, brands, amount, discount, w_tax, d_tax = row
-    total = to_decimal(amount) * (1 - to_decimal(discount)) * (1 + to_decimal(w_tax) + to_decimal(d_tax))
-    return NewOrderOutput(int(o_id), c_last, c_credit, inp.all_local, brands, total.quantize(CENT))
+    return NewOrderOutput(int(o_id), c_last, c_credit, inp.all_local, brands, amount, discount, w_tax, d_tax)
 
 
 def _payment_request(s: Statements, inp: PaymentInputs) -> tuple[str, tuple]:
