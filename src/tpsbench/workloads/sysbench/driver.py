@@ -90,7 +90,7 @@ class PsycopgRunner(LibpqSend, StatementRunner):
         self.operational_error = OperationalError
         self.encoding = "utf-8"
 
-    def _take(self, res: Any) -> None:
+    def _take(self, res: Any, name: bytes = b"") -> None:
         """The kind of ``res``, its memory freed at once; an error raised as psycopg's."""
         status = res.status
         if status == self.tuples_ok:
