@@ -19,13 +19,14 @@ The connection is in autocommit mode, so that the call is the whole transaction:
 Inputs are drawn by the driver exactly as for the statement path (new_order.inputs
 and friends), so the same seed gives the same transactions either way; the outputs are
 the same dataclasses. Order-Status and Stock-Level are one statement each already and
-run as such, in autocommit. Each transaction is split in two, :func:`request` (the
-statement to send) and :func:`answer` (its result read back), so that the engine can
+run as such, in autocommit. Each transaction is split in two (:data:`CALLS`): the
+statement to send, and its result read back (or :func:`failed`), so that the engine can
 send one user's call and wait on many users' sockets at once (tpsbench.api.multiplex).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tpsbench.targets.base import error_codes
@@ -47,20 +48,12 @@ def available(s: Statements) -> bool:
     return s.call_new_order is not None
 
 
-def request(name: str, s: Statements, inp: Any) -> tuple[str, tuple]:
-    """The one statement, with its parameters, that is transaction ``name``."""
-    return _REQUESTS[name](s, inp)
-
-
-def answer(name: str, cur: Any, inp: Any, error: Exception | None) -> Any:
-    """The output of ``name`` from its call's result on ``cur``, or from its ``error``:
-    None for New-Order's expected rollback (which the procedure or its server has done);
-    any other error is raised as it is."""
-    if error is not None:
-        if name == "new_order" and error_codes(error)[0] == ROLLBACK_SQLSTATE:
-            return None
-        raise error
-    return _ANSWERS[name](cur, inp)
+def failed(name: str, error: Exception) -> None:
+    """What a call of ``name`` that raised ``error`` answers: None for New-Order's expected
+    rollback (which the procedure or its server has done); any other error is raised."""
+    if name == "new_order" and error_codes(error)[0] == ROLLBACK_SQLSTATE:
+        return None
+    raise error
 
 
 def _new_order_request(s: Statements, inp: NewOrderInputs) -> tuple[str, tuple]:
@@ -118,7 +111,12 @@ def _result(cur: Any, what: str) -> tuple:
     return tuple(row)
 
 
-_REQUESTS = {"new_order": _new_order_request, "payment": _payment_request, "delivery": _delivery_request,
-             "order_status": order_status.request, "stock_level": stock_level.request}
-_ANSWERS = {"new_order": _new_order_answer, "payment": _payment_answer, "delivery": _delivery_answer,
-            "order_status": order_status.answer, "stock_level": stock_level.answer}
+#: per transaction: (the one statement and its parameters, from the inputs; the output,
+#: from the call's result on the cursor), looked up once per transaction
+CALLS: dict[str, tuple[Callable[[Statements, Any], tuple[str, tuple]], Callable[[Any, Any], Any]]] = {
+    "new_order": (_new_order_request, _new_order_answer),
+    "payment": (_payment_request, _payment_answer),
+    "delivery": (_delivery_request, _delivery_answer),
+    "order_status": (order_status.request, order_status.answer),
+    "stock_level": (stock_level.request, stock_level.answer),
+}

@@ -157,13 +157,14 @@ class TpccSession(Session):
 
     def transaction(self, name: str, inputs: object) -> Generator[Statement, None, bool]:
         """With procedures: the one call that is the whole transaction, in autocommit (the
-        server or the procedure has rolled back whatever failed; procedures.answer)."""
+        server or the procedure has rolled back whatever failed; procedures.failed)."""
+        request, answer = procedures.CALLS[name]
         try:
-            yield procedures.request(name, self.stmts, inputs)
-        except Exception as exc:  # noqa: BLE001 - answer() keeps the expected rollback, raises the rest
-            output = procedures.answer(name, self.cur, inputs, exc)
+            yield request(self.stmts, inputs)
+        except Exception as exc:  # noqa: BLE001 - failed() keeps the expected rollback, raises the rest
+            output = procedures.failed(name, exc)
         else:
-            output = procedures.answer(name, self.cur, inputs, None)
+            output = answer(self.cur, inputs)
         if output is None:
             return False
         self._note(name, output)
