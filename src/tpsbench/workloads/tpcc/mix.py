@@ -20,6 +20,7 @@ from array import array
 from collections.abc import Callable
 from decimal import Decimal
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -99,7 +100,7 @@ class _Pool:
 
     __slots__ = ("_fill", "_next", "_values")
 
-    def __init__(self, fill: Callable[[int], np.ndarray]) -> None:
+    def __init__(self, fill: Callable[[int], Any]) -> None:
         self._fill = fill
         self._values = array("i")
         self._next = 0

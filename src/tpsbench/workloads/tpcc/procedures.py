@@ -49,11 +49,10 @@ def available(s: Statements) -> bool:
 
 
 def failed(name: str, error: Exception) -> None:
-    """What a call of ``name`` that raised ``error`` answers: None for New-Order's expected
-    rollback (which the procedure or its server has done); any other error is raised."""
-    if name == "new_order" and error_codes(error)[0] == ROLLBACK_SQLSTATE:
-        return None
-    raise error
+    """A call of ``name`` raised ``error``: return if it is New-Order's expected rollback
+    (which the procedure or its server has done), raise it otherwise."""
+    if name != "new_order" or error_codes(error)[0] != ROLLBACK_SQLSTATE:
+        raise error
 
 
 def _new_order_request(s: Statements, inp: NewOrderInputs) -> tuple[str, tuple]:
@@ -62,7 +61,7 @@ def _new_order_request(s: Statements, inp: NewOrderInputs) -> tuple[str, tuple]:
     items, supply, quantities = zip(*inp.lines)
     text = _TEXT.__getitem__
     supply_text = ",".join([str(inp.w_id)] * len(supply) if inp.all_local else map(str, supply))
-    lists = (",".join(map(text, items)), supply_text, ",".join(map(text, quantities)))
+    lists: tuple[str, ...] = (",".join(map(text, items)), supply_text, ",".join(map(text, quantities)))
     if s.dialect.name == "postgresql":
         lists = tuple([f"{{{values}}}" for values in lists])
     return s.call_new_order, (inp.w_id, inp.d_id, inp.c_id, inp.all_local, *lists)

@@ -161,11 +161,11 @@ class TpccSession(Session):
         request, answer = procedures.CALLS[name]
         try:
             yield request(self.stmts, inputs)
-        except Exception as exc:  # noqa: BLE001 - failed() keeps the expected rollback, raises the rest
-            output = procedures.failed(name, exc)
-        else:
-            output = answer(self.cur, inputs)
-        if output is None:
+        except Exception as exc:  # noqa: BLE001 - failed() returns on the expected rollback, raises the rest
+            procedures.failed(name, exc)
+            return False
+        output = answer(self.cur, inputs)
+        if output is None:  # MySQL's procedure rolled the unused item back itself
             return False
         self._note(name, output)
         return True
