@@ -349,8 +349,12 @@ class Worker:
         self.pipe.send(StepDone(self.index, plan.step, self.stopped, problems))
 
     def send_report(self, plan: StepPlan, number: int, begin: float, end: float, steady: bool) -> None:
+        # statements first: take() swaps the users' buffers at once and then works for
+        # milliseconds (histograms), during which the users go on committing; read after
+        # it, the statement counts ran ahead of the commits by whatever committed meanwhile
+        statements = self.statements_since_last_report()
         report = self.recorder.take(plan.step, number, plan.start_at + begin, plan.start_at + end, steady=steady)
-        report.statements = self.statements_since_last_report()
+        report.statements = statements
         self.pipe.send(report)
 
     def statements_since_last_report(self) -> dict[str, int]:
