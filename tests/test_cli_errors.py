@@ -40,6 +40,8 @@ def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) ->
         (["check", "tpcc"], "no tpcc database"),
         (["size", "tpcc", "--scale", "0"], "got 0"),
         (["build", "tpcc"], "--scale"),
+        (["run", "tpcc", "--workers", "0"], "0 is not in the range x>=1"),
+        (["run", "sysbench", "--workers", "-2"], "-2 is not in the range x>=1"),
     ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, args: list[str], needle: str) -> None:

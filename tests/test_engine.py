@@ -254,6 +254,12 @@ class ThreePerWorker(CounterWorkload):
         return 3
 
 
+def test_workers_below_one_are_refused(tmp_path: Any) -> None:
+    ctx = make_table(f"sqlite:///{tmp_path / 'counter.db'}")
+    with pytest.raises(TpsbenchError, match="workers must be at least 1, not 0"):
+        run_steps(ctx, CounterWorkload(), [Step(users=1, duration_s=1.0)], workers=0, live=None)
+
+
 def processes_that_ran(step: StepResult) -> set[str]:
     return {kind for kind, count in step.total().statements.items() if kind.startswith("pid") and count > 0}
 

@@ -38,14 +38,15 @@ def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--interval", default="10s", show_default=True, help="Live line and stored interval length."),
         click.option("--storage", default="", metavar="LABEL",
                      help="Name of the storage configuration under test, e.g. 'RAID10 8x SSHD'."),
-        click.option("--workers", type=int, default=None, metavar="K",
+        click.option("--workers", type=click.IntRange(min=1), default=None, metavar="K",
                      help="Driver processes hosting the users, every step spread over all of them. Default: at"
                           " most one per core, and for TPC-C with stored procedures one per 100 users of a step"
                           " (fuller workers take less CPU from a database on the same cores)."),
         click.option("--multiplex/--no-multiplex", default=True, show_default=True,
-                     help="Let one thread per worker wait on the sockets of all its users whose transactions are"
-                          " one call each (TPC-C with stored procedures): less client CPU per transaction than a"
-                          " thread per user. --no-multiplex gives every user a thread of its own."),
+                     help="Let one thread per worker wait on the sockets of all its users whose transactions go"
+                          " statement by statement through libpq or mysqlclient (TPC-C with stored procedures,"
+                          " every sysbench mode): less client CPU per transaction than a thread per user."
+                          " --no-multiplex gives every user a thread of its own."),
         click.option("--seed", type=int, default=None, help="Random seed (default: drawn, and stored with the run)."),
         click.option("--notes", default="", help="Free text stored with the run."),
         click.option("--build-if-missing", "build_scale", default=None, metavar="SCALE",

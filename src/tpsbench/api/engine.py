@@ -8,9 +8,10 @@ connection from one step to the next while A stays) and sends each a :class:`Ste
 with one absolute start time. Workers answer with one IntervalReport per interval; the
 coordinator merges the reports of an interval once every live worker has sent it, prints
 a live line, hands it to ``on_interval`` (the results store) and, at the end of the step,
-summarises the steady-state intervals alone. K and A are ``--workers`` when given; by default a step
-of u users gets ceil(u / n) workers, at most one per core, n being the workload's
-``users_per_worker`` (1, every core, unless fewer and fuller workers measured cheaper).
+summarises the steady-state intervals alone. K and A are ``--workers`` when given; by
+default a step of u users gets ceil(u / n) workers, at most one per core, n being the
+workload's ``users_per_worker`` (1, every core, unless fewer and fuller workers measured
+cheaper).
 
 Robustness is part of the measurement's honesty: a Ctrl-C stops the workers and keeps the
 finished intervals; a worker that dies is noticed through its process sentinel, recorded,
@@ -133,6 +134,8 @@ def run_steps(ctx: RunContext, workload: RunnableWorkload, steps: Sequence[Step]
     for step in steps:
         if step.users < 1 or step.duration_s <= 0 or step.interval_s <= 0 or step.rampup_s < 0:
             raise TpsbenchError(f"bad step {step}: users >= 1, duration > 0, interval > 0, ramp-up >= 0")
+    if workers is not None and workers < 1:
+        raise TpsbenchError(f"workers must be at least 1, not {workers}")
     check_connection_limit(ctx, steps)
     most = max(step.users for step in steps)
     per_worker = 1 if workers else max(1, workload.users_per_worker(open_target(ctx.url), ctx.options))
