@@ -157,7 +157,7 @@ class LibpqSend:
     def send(self, sql: str, params: Any = ()) -> None:
         if params:
             self.sent = name = self.names.get(sql) or self._prepare(sql)
-            self.pgconn.send_query_prepared(name, _text(params))
+            self.pgconn.send_query_prepared(name, text_params(params))
         else:  # BEGIN, COMMIT: a simple query, one message
             self.sent = b""
             self.pgconn.send_query(sql.encode())
@@ -192,9 +192,9 @@ class LibpqCursor(LibpqSend, BufferedRows):
     text and are turned into the same Python types as psycopg's cursor gives, by
     psycopg's own (C) loaders, looked up once per prepared statement (its rows have
     one shape): the lookup for every result cost 4 us of a transaction's client CPU
-    on a machine whose caches the database has just filled with its own. Transactions are psycopg's: a BEGIN opens one before the
-    first statement when the connection is idle (as psycopg sends it), ``commit`` and
-    ``rollback`` send COMMIT and ROLLBACK.
+    on a machine whose caches the database has just filled with its own. Transactions
+    are psycopg's: a BEGIN opens one before the first statement when the connection is
+    idle (as psycopg sends it), ``commit`` and ``rollback`` send COMMIT and ROLLBACK.
 
     psycopg's own statement preparation is switched off on the connection: its rollback
     sends DEALLOCATE ALL when it has prepared anything, which would drop these
@@ -237,7 +237,7 @@ class LibpqCursor(LibpqSend, BufferedRows):
     def execute(self, sql: str, params: Any = ()) -> LibpqCursor:
         pgconn = self.pgconn
         name = self.names.get(sql) or self._prepare(sql)
-        values = _text(params)
+        values = text_params(params)
         if pgconn.transaction_status == self.idle and not self.conn.autocommit:
             res = self._begin_and_exec(name, values) if self.pipeline_begin else None
             if res is None:
@@ -254,13 +254,14 @@ class LibpqCursor(LibpqSend, BufferedRows):
             n = res.ntuples
             if n:
                 tx = self.shaped.get(name)
-                if tx is not None:
+                if tx is not None:  # the statement's rows have their loaders already
                     tx.set_pgresult(res, set_loaders=False)
-                else:  # a statement's first rows, or a simple query's (no name: never kept)
-                    tx = self.transformer(self.conn) if name else self.tx
+                elif name:  # the statement's first rows: its loaders, kept
+                    tx = self.shaped[name] = self.transformer(self.conn)
                     tx.set_pgresult(res)
-                    if name:
-                        self.shaped[name] = tx
+                else:  # a simple query's rows: any shape
+                    tx = self.tx
+                    tx.set_pgresult(res)
                 self.rows = tx.load_rows(0, n, tuple)
             else:
                 self.rows = []
@@ -329,7 +330,7 @@ class LibpqCursor(LibpqSend, BufferedRows):
         return errors.error_from_result(res, encoding=self.encoding)
 
 
-def _text(params: Any) -> list[bytes | None] | None:
+def text_params(params: Any) -> list[bytes | None] | None:
     """Parameters in text format, as libpq sends them (None is SQL NULL)."""
     return [None if v is None else str(v).encode() for v in params] if params else None
 

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tpsbench.targets.mysql import MysqlclientSend
-from tpsbench.targets.postgresql import LibpqSend, prepared_names
+from tpsbench.targets.postgresql import LibpqSend, prepared_names, text_params
 
 READ, WRITE, OTHER = 0, 1, 2
 KINDS = ("read", "write", "other")
@@ -113,7 +113,7 @@ class PsycopgRunner(LibpqSend, StatementRunner):
         if not params:
             self._take(self.pgconn.exec_(sql.encode()))
             return
-        res = self.pgconn.exec_prepared(self.names.get(sql) or self._prepare(sql), [str(v).encode() for v in params])
+        res = self.pgconn.exec_prepared(self.names.get(sql) or self._prepare(sql), text_params(params))
         if res.status == self.tuples_ok:  # the common case inline: one call less per statement
             res.clear()
             self.kind = READ

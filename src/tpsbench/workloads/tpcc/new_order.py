@@ -59,7 +59,7 @@ class NewOrderInputs:
 
     def __post_init__(self) -> None:
         if self.all_local == -1:
-            self.all_local = int(all(line[1] == self.w_id for line in self.lines))
+            self.all_local = _all_local(self.w_id, self.lines)
 
 
 @dataclass(slots=True)
@@ -99,8 +99,12 @@ def inputs(draw: Draws, w_id: int) -> NewOrderInputs:
     values = draw.line.take(ol_cnt)
     lines = tuple([(i_id, w_id if v >= 10 else draw.other_warehouse(w_id), v % 10 + 1)
                    for i_id, v in zip(items, values)])
-    all_local = 1 if min(values) >= 10 else int(all(line[1] == w_id for line in lines))
+    all_local = 1 if min(values) >= 10 else _all_local(w_id, lines)  # W = 1: "remote" lines are home
     return NewOrderInputs(w_id, d_id, c_id, lines, rollback, all_local)
+
+
+def _all_local(w_id: int, lines: tuple[tuple[int, int, int], ...]) -> int:
+    return int(all(line[1] == w_id for line in lines))
 
 
 def execute(cur: Any, s: Statements, inp: NewOrderInputs) -> NewOrderOutput | None:
