@@ -1,0 +1,151 @@
+"""Client instructions per transaction, counted by callgrind, revisions side by side.
+
+Why callgrind: on a shared 2-core machine timings move by 10-20 % from run to run, which
+hides the few-percent changes the hot path is made of. Instructions counted by valgrind
+do not depend on what else runs. One user runs N transactions through the engine's own
+code, once with N1 and once with N2 transactions; the difference divided by N2 - N1 is
+the cost of one transaction without start-up, per function. Only user-space instructions
+of the client count: not the kernel's, not the server's. Fewer instructions are not the
+whole story (a worker woken after the database's backends ran also pays for cache
+misses, bench/results/engine_tpcc.txt), but they are where a change shows first.
+
+A target is ``SERVER:WORKLOAD:OPTIONS:N1:N2``; OPTIONS are run options joined by ``+``
+(``mode=oltp_point_select``, ``procedures=on``), ``-`` for none. ``--path mux`` runs the
+user on a worker's shared thread (tpsbench.api.multiplex, the default path of both
+workloads' fast sessions); ``--path thread`` on a thread of its own (VirtualUser.hot_loop).
+
+    python bench/client_callgrind.py --rev base=HEAD --rev new=work \\
+        --target postgresql:tpcc:procedures=on:300:1300 \\
+        --target postgresql:sysbench:mode=oltp_point_select:2000:7000
+
+``work`` is the working tree; other revisions are exported with ``git archive``. Needs
+valgrind, and the databases of bench/vs_sysbench.py (tpsb_sb_bench, for sysbench) and
+bench/engine_tpcc.py (tpsb_eng_tpcc, for tpcc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from sysbench_client_cost import source_tree  # type: ignore[import-not-found]
+
+#: the database of each (server, workload), made by the benchmarks the docstring names
+URLS = {
+    ("postgresql", "sysbench"): "postgresql://postgres@127.0.0.1/tpsb_sb_bench",
+    ("mariadb", "sysbench"): "mysql://root@127.0.0.1/tpsb_sb_bench",
+    ("postgresql", "tpcc"): "postgresql://postgres@127.0.0.1/tpsb_eng_tpcc",
+    ("mariadb", "tpcc"): "mysql://root@127.0.0.1/tpsb_eng_tpcc",
+}
+
+#: N transactions of one user in this process, after 200 to warm up; the session and
+#: its connection are kept from the warm-up to the measured run, as the engine keeps them
+LOOP = r"""
+import sys, threading
+from tpsbench.api.metrics import IntervalRecorder
+from tpsbench.api.multiplex import Multiplexer
+from tpsbench.api.session import RunContext
+from tpsbench.api.worker import VirtualUser
+from tpsbench.targets import open_target
+from tpsbench.workloads import get_workload
+
+url, workload, spec, path, n = sys.argv[1:6]
+wl = get_workload(workload)
+options = {o.name: o.default for o in wl.run_options}
+options.update(kv.split("=", 1) for kv in spec.split("+") if kv != "-")
+options["think"] = "off"
+wl.configure(options)
+target = open_target(url)
+meta = wl.verify_schema(target)
+wl.prepare_run(target, options)
+ctx = RunContext(workload, url, int(meta["scale"]), 1,
+                 {k[6:]: int(v) for k, v in meta.items() if k.startswith("const_")}, options)
+
+
+class Countdown(IntervalRecorder):
+    # stands in for the step's end: sets ``stop`` after ``left`` transactions
+    def record(self, name, latency_us, committed):
+        super().record(name, latency_us, committed)
+        self.left -= 1
+        if self.left == 0:
+            self.stop.set()
+
+
+user = VirtualUser(0, target, IntervalRecorder(wl.transaction_names))
+user.conn = target.connect()
+session = wl.open_session(ctx, 0, 1, user.conn, target)
+for count in (200, int(n)):
+    rec = Countdown(wl.transaction_names)
+    rec.left, rec.stop = count, threading.Event()
+    if path == "mux":
+        mux = Multiplexer(target, rec, rec.stop, False)
+        mux.start()
+        mux.host(session)
+        mux.join(600)
+    else:
+        user.recorder = rec
+        user.hot_loop(session, rec.stop, False)
+"""
+
+
+def functions(path: Path) -> dict[str, int]:
+    """Self instructions per function of a callgrind output file."""
+    out = subprocess.run(["callgrind_annotate", "--threshold=100", str(path)], capture_output=True, text=True,
+                         check=True).stdout
+    found: dict[str, int] = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)", line)
+        if m and "PROGRAM TOTALS" not in line:
+            name = re.sub(r"/tmp/python-build[^/]*/Python-[\d.]+/", "", m.group(2))
+            found[name] = found.get(name, 0) + int(m.group(1).replace(",", ""))
+    return found
+
+
+def per_transaction(src: Path, target: str, path: str, tmp: Path) -> dict[str, float]:
+    """Self instructions per transaction, per function (the difference of an N1 and an N2 run)."""
+    server, workload, spec, n1, n2 = target.split(":")
+    runs = []
+    python = os.path.realpath(sys.executable)  # not a shim script: valgrind must see Python itself
+    for n in (n1, n2):
+        out = tmp / f"cg.{os.getpid()}.{n}"
+        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", python, "-c", LOOP,
+                        URLS[server, workload], workload, spec, path, n],
+                       check=True, capture_output=True, env=dict(os.environ, PYTHONPATH=str(src)))
+        runs.append(functions(out))
+        out.unlink()
+    first, second = runs
+    return {k: (second.get(k, 0) - first.get(k, 0)) / (int(n2) - int(n1)) for k in set(first) | set(second)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rev", action="append", required=True, help="NAME=REV (REV 'work': the working tree)")
+    parser.add_argument("--target", action="append", required=True, help="SERVER:WORKLOAD:OPTIONS:N1:N2")
+    parser.add_argument("--path", choices=("mux", "thread"), default="mux",
+                        help="the user on a worker's shared thread (mux) or on a thread of its own")
+    parser.add_argument("--top", type=int, default=0, help="also list the N most costly functions of each run")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        revs = [(name, source_tree(rev, tmp)) for name, _, rev in (r.partition("=") for r in args.rev)]
+        print(f"# client user-space instructions per transaction (callgrind; one user, path {args.path})")
+        for target in args.target:
+            totals = {}
+            for name, src in revs:
+                costs = per_transaction(src, target, args.path, tmp)
+                # OpenBLAS's idle threads spin while valgrind serialises threads: not the client's work
+                totals[name] = sum(v for k, v in costs.items() if "blas_thread_server" not in k)
+                for cost, function in sorted(((v, k) for k, v in costs.items()), reverse=True)[: args.top]:
+                    print(f"    {name:8} {cost:9,.0f}  {function[:110]}")
+            first = revs[0][0]
+            print(f"{target.rsplit(':', 2)[0]:40} " + "  ".join(
+                f"{name} {total:9,.0f} ({total / totals[first]:.2f})" for name, total in totals.items()), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
