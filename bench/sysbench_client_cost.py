@@ -112,7 +112,9 @@ def source_tree(rev: str, tmp: Path) -> Path:
     out = tmp / rev
     if not out.exists():
         out.mkdir(parents=True)
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"], check=True, capture_output=True)
+        # the package and the data folders it reads from the checkout (schemas, scale factors)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src", "schemas", "scale_factors"],
+                                 check=True, capture_output=True)
         subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
     return out / "src"
 

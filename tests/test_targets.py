@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 import numpy as np
+import psycopg
 import pyodbc
 import pytest
 import sqlalchemy as sa
@@ -206,6 +207,25 @@ def test_multirow_insert_statements_split_and_escape() -> None:
     text = b"".join(statements).decode()
     assert "'Zoë O''Brien'" in text
     assert text.count("NULL") == sum(int(mask.sum()) for mask in batch.nulls.values())
+
+
+def test_libpq_parameters_round_trip(pg_url: str) -> None:
+    """The fast cursor's parameters (joined, encoded and split in one go) come back as sent:
+    NULLs anywhere and several of them, empty and non-ASCII text, decimals. Text with a NUL
+    byte is refused, as psycopg's cursor refuses it (libpq would cut the value there)."""
+    target = open_target(pg_url)
+    conn = target.connect()
+    try:
+        cur = target.fast_cursor(conn)
+        sql = "SELECT %s::int, %s::text, %s::text, %s::numeric, %s::int, %s::text, %s::text"
+        for params in [(1, None, "", Decimal("12.50"), None, "Zoë", None), (None, None, None, None, None, None, None),
+                       (-7, "x,y", "None", Decimal("-0.01"), 0, "", "{1,2}")]:
+            cur.execute(sql, params)
+            assert cur.fetchone() == params
+        with pytest.raises(psycopg.DataError):
+            cur.execute("SELECT %s::text", ("a\0b",))
+    finally:
+        conn.close()
 
 
 def test_mysql_driver_choice(monkeypatch: pytest.MonkeyPatch) -> None:

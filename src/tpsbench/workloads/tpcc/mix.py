@@ -6,10 +6,11 @@ before shuffling again. A deck rather than an independent draw per transaction k
 every window of 100 transactions of one user exactly at the weights, so short runs meet
 the §5.2.3 minimums (Payment >= 43%, the others >= 4%) instead of missing them by chance.
 
-:class:`Draws` holds a user's random streams. Uniform draws use Python's ``random``
-(well under a microsecond each); NURand values come from :func:`rand.nurand`, the
-loader's own vectorised function, drawn a few thousand at a time, because one numpy
-call costs several microseconds and a New-Order needs a dozen NURand values.
+:class:`Draws` holds a user's random streams. The draws every transaction makes
+(NURand values from :func:`rand.nurand`, the loader's own vectorised function; districts,
+quantities, percentages) are drawn by numpy a thousand at a time, because one numpy call
+costs several microseconds, and dealt by iterators in C; the rare ones use Python's
+``random`` (well under a microsecond each).
 """
 
 from __future__ import annotations
@@ -17,15 +18,16 @@ from __future__ import annotations
 import math
 import random
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from functools import partial
+from itertools import chain, islice, repeat
 from typing import Any
 
 import numpy as np
 
 from tpsbench.workloads.tpcc import rand
-from tpsbench.workloads.tpcc.loader import CUSTOMERS_PER_DISTRICT, DISTRICTS_PER_WAREHOUSE, ITEMS
+from tpsbench.workloads.tpcc.loader import CUSTOMERS_PER_DISTRICT, DISTRICTS_PER_WAREHOUSE, ITEMS, OL_CNT_MAX, OL_CNT_MIN
 
 #: transaction names, in report order
 TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")
@@ -37,30 +39,33 @@ KEYING_S = {"new_order": 18.0, "payment": 3.0, "order_status": 2.0, "delivery": 
 THINK_MEAN_S = {"new_order": 12.0, "payment": 12.0, "order_status": 10.0, "delivery": 5.0, "stock_level": 5.0}
 #: §5.2.5.4: a think time may be truncated at ten times its mean
 THINK_CAP = 10.0
-#: NURand draws fetched per numpy call
-POOL_SIZE = 4096
+#: values drawn per numpy call
+POOL_SIZE = 1024
 #: last names by number, as str (rand.LAST_NAMES holds bytes)
 LAST_NAMES: tuple[str, ...] = tuple(name.decode() for name in rand.LAST_NAMES.tolist())
 
 
 class Deck:
-    """A shuffled deck of transaction names, dealt one card at a time."""
+    """A shuffled deck of transaction names, dealt one card at a time.
 
-    __slots__ = ("_cards", "_next", "_rng")
+    The deck is an endless iterator in C (one shuffled copy after another, shuffled by
+    numpy), so a deal is one ``next()``: a deal and its share of the shuffle in Python
+    cost some fifty bytecodes a transaction (bench/results/client_callgrind.txt).
+    """
 
-    def __init__(self, rng: random.Random, weights: dict[str, int] = WEIGHTS) -> None:
-        self._cards = [name for name, count in weights.items() for _ in range(count)]
-        self._rng = rng
-        self._next = len(self._cards)
+    __slots__ = ("_deal",)
+
+    def __init__(self, gen: np.random.Generator, weights: dict[str, int] = WEIGHTS) -> None:
+        cards = np.array([name for name, count in weights.items() for _ in range(count)], dtype=object)
+        self._deal: Iterator[str] = chain.from_iterable(map(_shuffled, repeat(cards), repeat(gen)))
 
     def draw(self) -> str:
         """The next card; the deck is reshuffled whenever it runs out."""
-        if self._next == len(self._cards):
-            self._rng.shuffle(self._cards)
-            self._next = 0
-        card = self._cards[self._next]
-        self._next += 1
-        return card
+        return next(self._deal)
+
+
+def _shuffled(cards: np.ndarray, gen: np.random.Generator) -> list[str]:
+    return cards[gen.permutation(len(cards))].tolist()
 
 
 def keying_time(name: str, think: bool) -> float:
@@ -89,60 +94,52 @@ def run_constants(seed: int, load: dict[str, int]) -> dict[str, int]:
     return rand.run_constants(gen, load)
 
 
-class _Pool:
-    """Integers drawn ``POOL_SIZE`` at a time by ``fill(size)`` (a numpy array), dealt
-    one or a few at a time: one numpy call costs several microseconds, a value dealt
-    from the pool a fraction of one.
+def stream(fill: Callable[[int], Any]) -> Iterator[int]:
+    """Endless integers drawn ``POOL_SIZE`` at a time by ``fill(size)`` (a numpy array).
 
-    The values wait in an ``array('i')`` (4 bytes each) rather than a list of Python ints
-    (36 bytes each): four pools a user, 300 users a step, that is 170 MB less.
+    Why: one numpy call costs several microseconds, so values are drawn by the chunk;
+    and the chunks are chained by an iterator in C, so a value dealt is one ``next()``
+    and a few are one ``islice``, with no Python frame. A chunk waits as an
+    ``array('i')`` (4 bytes a value, not a Python int's 28): nine streams a user at 300
+    users hold 11 MB.
     """
+    return chain.from_iterable(map(_chunk, repeat(fill)))
 
-    __slots__ = ("_fill", "_next", "_values")
 
-    def __init__(self, fill: Callable[[int], Any]) -> None:
-        self._fill = fill
-        self._values = array("i")
-        self._next = 0
+def _chunk(fill: Callable[[int], Any]) -> array:
+    return array("i", fill(POOL_SIZE).astype(np.int32).tobytes())
 
-    def _refill(self, n: int) -> None:
-        fresh = array("i", self._fill(POOL_SIZE).astype(np.int32).tobytes())
-        self._values = self._values[self._next:] + fresh
-        self._next = 0
 
-    def take(self, n: int) -> list[int]:
-        if self._next + n > len(self._values):
-            self._refill(n)
-        start = self._next
-        self._next = start + n
-        return self._values[start:start + n].tolist()
-
-    def one(self) -> int:
-        if self._next >= len(self._values):
-            self._refill(1)
-        value = self._values[self._next]
-        self._next += 1
-        return value
+def take(values: Iterator[int], n: int) -> list[int]:
+    """The next ``n`` values of ``values`` (a :func:`stream`)."""
+    return list(islice(values, n))
 
 
 class Draws:
-    """One user's random streams: uniform integers, NURand values, last names."""
+    """One user's random streams: uniform integers, NURand values, last names.
+
+    The draws every transaction makes are streams (:func:`stream`: ``next(draw.c_id)``);
+    the rarer ones, and ranges that depend on the run, go through :meth:`uniform`.
+    """
 
     def __init__(self, seed: int, user_id: int, scale: int, c_run: dict[str, int]) -> None:
-        gen = np.random.Generator(np.random.PCG64DXSM(np.random.SeedSequence([seed, 0x7C, user_id])))
-        #: uniform draws and deck shuffles
+        self.gen = gen = np.random.Generator(np.random.PCG64DXSM(np.random.SeedSequence([seed, 0x7C, user_id])))
+        #: uniform draws
         self.rng = random.Random(int(gen.integers(1 << 62)))
         #: think times, apart so that the inputs drawn do not depend on whether think is on
         self.wait_rng = random.Random(int(gen.integers(1 << 62)))
         self.scale = scale
         self._bits = self.rng.getrandbits
-        self.c_id = _Pool(partial(rand.nurand, gen, rand.A_C_ID, 1, CUSTOMERS_PER_DISTRICT, c_run["c_id"]))
-        self.ol_i_id = _Pool(partial(rand.nurand, gen, rand.A_OL_I_ID, 1, ITEMS, c_run["ol_i_id"]))
-        self.c_last = _Pool(partial(rand.nurand, gen, rand.A_C_LAST, 0, 999, c_run["c_last"]))
-        #: uniform in 0..999, one per New-Order line: its tens (0..99) pick a remote
-        #: supplier (0: 1%), its last digit the quantity (0..9 -> 1..10); independent
-        #: and uniform, for one value dealt where a draw each would cost twice as much
-        self.line = _Pool(partial(gen.integers, 0, 1000))
+        self.c_id = stream(partial(rand.nurand, gen, rand.A_C_ID, 1, CUSTOMERS_PER_DISTRICT, c_run["c_id"]))
+        self.ol_i_id = stream(partial(rand.nurand, gen, rand.A_OL_I_ID, 1, ITEMS, c_run["ol_i_id"]))
+        self.c_last = stream(partial(rand.nurand, gen, rand.A_C_LAST, 0, 999, c_run["c_last"]))
+        #: uniform 1..10: districts, New-Order line quantities, Delivery's carrier
+        self.districts = stream(partial(gen.integers, 1, DISTRICTS_PER_WAREHOUSE + 1))
+        self.quantities = stream(partial(gen.integers, 1, 11))
+        #: uniform 1..100: the spec's percentages (1% rollback, 1% remote line, 15%, 60%)
+        self.percents = stream(partial(gen.integers, 1, 101))
+        #: uniform OL_CNT_MIN..OL_CNT_MAX: New-Order's number of lines
+        self.line_counts = stream(partial(gen.integers, OL_CNT_MIN, OL_CNT_MAX + 1))
 
     def uniform(self, x: int, y: int) -> int:
         """``random(x, y)``, both ends inclusive: the value ``rng.randint(x, y)`` draws.
@@ -160,9 +157,6 @@ class Draws:
             r = self._bits(k)
         return x + r
 
-    def district(self) -> int:
-        return self.uniform(1, DISTRICTS_PER_WAREHOUSE)
-
     def warehouse(self) -> int:
         return self.uniform(1, self.scale)
 
@@ -175,9 +169,9 @@ class Draws:
 
     def customer(self) -> tuple[int | None, str | None]:
         """§2.5.1.2 / §2.6.1.2: (None, C_LAST) 60% of the time, else (C_ID, None)."""
-        if self.uniform(1, 100) <= 60:
-            return None, LAST_NAMES[self.c_last.one()]
-        return self.c_id.one(), None
+        if next(self.percents) <= 60:
+            return None, LAST_NAMES[next(self.c_last)]
+        return next(self.c_id), None
 
     def money(self, low_cents: int, high_cents: int) -> Decimal:
         """An amount uniform in whole cents, as an exact Decimal with two places."""

@@ -33,10 +33,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from collections.abc import Sequence
 from typing import Any
 
 from tpsbench.workloads.tpcc.loader import ITEMS, OL_CNT_MAX, OL_CNT_MIN
-from tpsbench.workloads.tpcc.mix import Draws
+from tpsbench.workloads.tpcc.mix import Draws, take
 from tpsbench.workloads.tpcc.sql import Statements, to_decimal
 
 #: an item id that no ITEM row has: the 1% rollback's "unused value" (§2.4.1.5)
@@ -46,20 +47,33 @@ CENT = Decimal("0.01")
 
 @dataclass(slots=True)
 class NewOrderInputs:
+    """An order's inputs. The lines are kept as three columns, as the stored procedure
+    takes them and as they are drawn (a pool each), rather than as rows; ``lines`` gives
+    the rows. Build one from rows with :meth:`from_lines`."""
+
     w_id: int
     d_id: int
     c_id: int
-    #: (OL_I_ID, OL_SUPPLY_W_ID, OL_QUANTITY) per line, in line order
-    lines: tuple[tuple[int, int, int], ...]
+    #: OL_I_ID, OL_SUPPLY_W_ID and OL_QUANTITY of each line, in line order
+    items: list[int]
+    supply: list[int]
+    quantities: list[int]
     #: True when the last line carries UNUSED_ITEM
     rollback: bool
-    #: O_ALL_LOCAL: 1 when the home warehouse supplies every line (worked out from the
-    #: lines when not given; inputs() knows it from its draws, for less)
-    all_local: int = -1
+    #: O_ALL_LOCAL: 1 when the home warehouse supplies every line
+    all_local: int
 
-    def __post_init__(self) -> None:
-        if self.all_local == -1:
-            self.all_local = _all_local(self.w_id, self.lines)
+    @classmethod
+    def from_lines(cls, w_id: int, d_id: int, c_id: int, lines: Sequence[tuple[int, int, int]],
+                   rollback: bool) -> NewOrderInputs:
+        """From (OL_I_ID, OL_SUPPLY_W_ID, OL_QUANTITY) rows, in line order."""
+        items, supply, quantities = ([line[k] for line in lines] for k in range(3))
+        return cls(w_id, d_id, c_id, items, supply, quantities, rollback, int(supply.count(w_id) == len(supply)))
+
+    @property
+    def lines(self) -> list[tuple[int, int, int]]:
+        """(OL_I_ID, OL_SUPPLY_W_ID, OL_QUANTITY) per line, in line order."""
+        return list(zip(self.items, self.supply, self.quantities))
 
 
 @dataclass(slots=True)
@@ -87,24 +101,24 @@ class NewOrderOutput:
 
 def inputs(draw: Draws, w_id: int) -> NewOrderInputs:
     """§2.4.1: district, NURand customer, 5-15 lines, 1% remote lines, 1% rollback."""
-    d_id = draw.district()
-    c_id = draw.c_id.one()
-    ol_cnt = draw.uniform(OL_CNT_MIN, OL_CNT_MAX)
-    rollback = draw.uniform(1, 100) == 1
-    items = draw.ol_i_id.take(ol_cnt)
+    d_id = next(draw.districts)
+    c_id = next(draw.c_id)
+    ol_cnt = next(draw.line_counts)
+    rollback = next(draw.percents) == 1
+    items = take(draw.ol_i_id, ol_cnt)
     if rollback:
         items[-1] = UNUSED_ITEM
-    # one value in 0..999 per line (Draws.line): §2.4.1.5's 1% remote supplier when its
-    # tens are 0 (other_warehouse gives home when W = 1), §2.4.1.5's quantity 1..10 from its last digit
-    values = draw.line.take(ol_cnt)
-    lines = tuple([(i_id, w_id if v >= 10 else draw.other_warehouse(w_id), v % 10 + 1)
-                   for i_id, v in zip(items, values)])
-    all_local = 1 if min(values) >= 10 else _all_local(w_id, lines)  # W = 1: "remote" lines are home
-    return NewOrderInputs(w_id, d_id, c_id, lines, rollback, all_local)
-
-
-def _all_local(w_id: int, lines: tuple[tuple[int, int, int], ...]) -> int:
-    return int(all(line[1] == w_id for line in lines))
+    # §2.4.1.5: each line's supplier is remote 1% of the time, found by one scan in C;
+    # the per-line loop runs only for the one order in ten that has a remote line
+    supply = [w_id] * ol_cnt
+    all_local = 1
+    remote = take(draw.percents, ol_cnt)
+    if 1 in remote:
+        for number, value in enumerate(remote):
+            if value == 1:
+                supply[number] = draw.other_warehouse(w_id)  # home itself when W = 1
+        all_local = int(supply.count(w_id) == ol_cnt)
+    return NewOrderInputs(w_id, d_id, c_id, items, supply, take(draw.quantities, ol_cnt), rollback, all_local)
 
 
 def execute(cur: Any, s: Statements, inp: NewOrderInputs) -> NewOrderOutput | None:

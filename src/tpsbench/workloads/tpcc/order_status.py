@@ -43,7 +43,7 @@ class OrderStatusOutput:
 
 def inputs(draw: Draws, w_id: int) -> OrderStatusInputs:
     """§2.6.1: a random district of the home warehouse; 60% by last name."""
-    d_id = draw.district()
+    d_id = next(draw.districts)
     c_id, c_last = draw.customer()
     return OrderStatusInputs(w_id, d_id, c_id, c_last)
 

@@ -60,11 +60,11 @@ class PaymentOutput:
 
 def inputs(draw: Draws, w_id: int) -> PaymentInputs:
     """§2.5.1: 85% home customer, 15% remote; 60% by last name; H_AMOUNT 1.00-5000.00."""
-    d_id = draw.district()
-    if draw.uniform(1, 100) <= 85:
+    d_id = next(draw.districts)
+    if next(draw.percents) <= 85:
         c_w_id, c_d_id = w_id, d_id
     else:
-        c_w_id, c_d_id = draw.other_warehouse(w_id), draw.district()
+        c_w_id, c_d_id = draw.other_warehouse(w_id), next(draw.districts)
     c_id, c_last = draw.customer()
     return PaymentInputs(w_id, d_id, c_w_id, c_d_id, c_id, c_last, draw.money(AMOUNT_MIN_CENTS, AMOUNT_MAX_CENTS))
 

@@ -58,13 +58,12 @@ def failed(name: str, error: Exception) -> None:
 def _new_order_request(s: Statements, inp: NewOrderInputs) -> tuple[str, tuple]:
     """The lines go as three lists of numbers: PostgreSQL array literals, comma-separated
     text for MySQL (no array parameters); every driver sends text alike."""
-    items, supply, quantities = zip(*inp.lines)
     text = _TEXT.__getitem__
-    supply_text = ",".join([str(inp.w_id)] * len(supply) if inp.all_local else map(str, supply))
-    lists: tuple[str, ...] = (",".join(map(text, items)), supply_text, ",".join(map(text, quantities)))
+    supply = ",".join([str(inp.w_id)] * len(inp.supply) if inp.all_local else map(str, inp.supply))
+    items, quantities = ",".join(map(text, inp.items)), ",".join(map(text, inp.quantities))
     if s.dialect.name == "postgresql":
-        lists = tuple([f"{{{values}}}" for values in lists])
-    return s.call_new_order, (inp.w_id, inp.d_id, inp.c_id, inp.all_local, *lists)
+        items, supply, quantities = "{" + items + "}", "{" + supply + "}", "{" + quantities + "}"
+    return s.call_new_order, (inp.w_id, inp.d_id, inp.c_id, inp.all_local, items, supply, quantities)
 
 
 def _new_order_answer(cur: Any, inp: NewOrderInputs) -> NewOrderOutput | None:

@@ -118,7 +118,7 @@ class TpccSession(Session):
         except ValueError as exc:
             raise TpsbenchError(f"TPC-C: {exc}; rebuild the database") from exc
         self.draw = Draws(ctx.seed, user_id, ctx.scale, self.c_run)
-        self.deck = Deck(self.draw.rng)
+        self.deck = Deck(self.draw.gen)
         self.stmts = statements(target.dialect, target.placeholder())
         #: one stored-procedure call per transaction, in autocommit (procedures.py)
         self.procedures = uses_procedures(ctx.options, self.stmts)
