@@ -40,6 +40,7 @@ from tpsbench.api.worker import (STOP_GRACE_S, StepDone, StepPlan, Stop, WorkerF
                                  worker_main)
 from tpsbench.errors import TpsbenchError
 from tpsbench.targets import open_target
+from tpsbench.targets.base import Target
 
 __all__ = ["Step", "StepPlan", "StepResult", "RunOutcome", "RunStatus", "run_steps", "check_connection_limit"]
 
@@ -103,9 +104,10 @@ class RunOutcome:
     steps: list[StepResult]
 
 
-def check_connection_limit(ctx: RunContext, steps: Sequence[Step]) -> None:
-    """Refuse, in one line, a run whose largest step needs more connections than the server has."""
-    target = open_target(ctx.url)
+def check_connection_limit(ctx: RunContext, steps: Sequence[Step], target: Target | None = None) -> None:
+    """Refuse, in one line, a run whose largest step needs more connections than the server
+    has (``target``: the run's, when the caller has it open already)."""
+    target = target or open_target(ctx.url)
     most = max(step.users for step in steps)
     limit = target.connection_limit()
     if limit is not None and most > limit:
@@ -136,9 +138,10 @@ def run_steps(ctx: RunContext, workload: RunnableWorkload, steps: Sequence[Step]
             raise TpsbenchError(f"bad step {step}: users >= 1, duration > 0, interval > 0, ramp-up >= 0")
     if workers is not None and workers < 1:
         raise TpsbenchError(f"workers must be at least 1, not {workers}")
-    check_connection_limit(ctx, steps)
+    target = open_target(ctx.url)
+    check_connection_limit(ctx, steps, target)
     most = max(step.users for step in steps)
-    per_worker = 1 if workers else max(1, workload.users_per_worker(open_target(ctx.url), ctx.options))
+    per_worker = 1 if workers else max(1, workload.users_per_worker(target, ctx.options))
     count = max(1, min(workers or os.cpu_count() or 1, -(-most // per_worker)))
     coordinator = Coordinator(ctx, workload, count, per_worker, on_interval, live)
     results: list[StepResult] = []

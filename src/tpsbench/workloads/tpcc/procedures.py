@@ -27,6 +27,7 @@ send one user's call and wait on many users' sockets at once (tpsbench.api.multi
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from tpsbench.targets.base import error_codes
@@ -38,9 +39,14 @@ from tpsbench.workloads.tpcc.sql import Statements, to_decimal
 
 #: the SQLSTATE of PostgreSQL's tpcc_new_order for an unused item (§2.4.2.3)
 ROLLBACK_SQLSTATE = "TPCC1"
-#: the decimal text of 0..UNUSED_ITEM (item ids, quantities), looked up: str() of an int
-#: costs about 0.1 us, and a New-Order sends some twenty of them
-_TEXT = tuple(map(str, range(UNUSED_ITEM + 1)))
+
+
+@cache
+def _number_text() -> Callable[[int], str]:
+    """str() of 0..UNUSED_ITEM (item ids, quantities), by lookup: str() of an int costs
+    about 0.1 us, and a New-Order sends some twenty of them. The table (6 MB) is built
+    on a process's first New-Order call, not by every process that imports TPC-C."""
+    return tuple(map(str, range(UNUSED_ITEM + 1))).__getitem__
 
 
 def available(s: Statements) -> bool:
@@ -58,7 +64,7 @@ def failed(name: str, error: Exception) -> None:
 def _new_order_request(s: Statements, inp: NewOrderInputs) -> tuple[str, tuple]:
     """The lines go as three lists of numbers: PostgreSQL array literals, comma-separated
     text for MySQL (no array parameters); every driver sends text alike."""
-    text = _TEXT.__getitem__
+    text = _number_text()
     supply = ",".join([str(inp.w_id)] * len(inp.supply) if inp.all_local else map(str, inp.supply))
     items, quantities = ",".join(map(text, inp.items)), ",".join(map(text, inp.quantities))
     if s.dialect.name == "postgresql":
