@@ -340,7 +340,12 @@ def text_params(params: Any) -> list[bytes | None] | None:
     """
     if not params:
         return None
-    values: list[bytes | None] = "\0".join(map(str, params)).encode().split(b"\0")
+    values: list[bytes | None]
+    if len(params) == 1:  # sysbench's point select: one value, for which the join costs more
+        text = str(params[0])
+        values = [text.encode()] if "\0" not in text else []
+    else:
+        values = "\0".join(map(str, params)).encode().split(b"\0")
     if len(values) != len(params):
         raise psycopg.DataError("PostgreSQL text parameters cannot contain NUL (0x00) bytes")
     if None in params:  # Payment's customer goes by id or by name, the other is NULL
