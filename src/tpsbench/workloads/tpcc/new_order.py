@@ -31,9 +31,9 @@ their stock locks in index order, which avoids most of the line-order deadlocks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from collections.abc import Sequence
 from typing import Any
 
 from tpsbench.workloads.tpcc.loader import ITEMS, OL_CNT_MAX, OL_CNT_MIN
@@ -48,7 +48,7 @@ CENT = Decimal("0.01")
 @dataclass(slots=True)
 class NewOrderInputs:
     """An order's inputs. The lines are kept as three columns, as the stored procedure
-    takes them and as they are drawn (a pool each), rather than as rows; ``lines`` gives
+    takes them and as they are drawn (a stream each), rather than as rows; ``lines`` gives
     the rows. Build one from rows with :meth:`from_lines`."""
 
     w_id: int
