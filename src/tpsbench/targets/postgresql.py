@@ -345,7 +345,7 @@ def text_params(params: Any) -> list[bytes | None] | None:
         text = str(params[0])
         values = [text.encode()] if "\0" not in text else []
     else:
-        values = "\0".join(map(str, params)).encode().split(b"\0")
+        values = list("\0".join(map(str, params)).encode().split(b"\0"))  # list(): typed bytes | None
     if len(values) != len(params):
         raise psycopg.DataError("PostgreSQL text parameters cannot contain NUL (0x00) bytes")
     if None in params:  # Payment's customer goes by id or by name, the other is NULL
