@@ -30,7 +30,10 @@ class SqliteTarget(Target):
         return self.url.database or ":memory:"
 
     def _connect(self) -> Any:
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level="DEFERRED")
+        """check_same_thread=False: the engine keeps a user's connection from one step to
+        the next, and the next step's user runs on a new thread; a connection is still
+        used by one thread at a time, which is all sqlite3 needs."""
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level="DEFERRED", check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         return conn
