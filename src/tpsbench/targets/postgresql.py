@@ -172,11 +172,18 @@ class LibpqSend:
         return not pgconn.is_busy()
 
     def receive(self) -> None:
-        """The sent statement's result, read as ``_take`` reads one (errors raised there)."""
+        """The sent statement's result, read as ``_take`` reads one (errors raised there).
+
+        A result can be whole before the statement has ended: in autocommit the server
+        commits after it, before ReadyForQuery. A failure that comes after the result (a
+        backend terminated in between) is the statement's outcome, so that a call whose
+        commit did not happen is never counted as committed (the honesty check saw one).
+        """
         pgconn = self.pgconn
         res = pgconn.get_result()
-        while pgconn.get_result() is not None:
-            pass
+        while (later := pgconn.get_result()) is not None:
+            if later.status == pq.ExecStatus.FATAL_ERROR:
+                res = later
         self._take(res, self.sent)
 
 
