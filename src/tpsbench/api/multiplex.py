@@ -209,15 +209,13 @@ class Multiplexer:
 
     def begin(self, slot: Hosted) -> None:
         """Draw the inputs and start the first attempt; the clock starts here."""
-        session = slot.session
-        slot.inputs = inputs = session.inputs(slot.name)
+        slot.inputs = slot.session.inputs(slot.name)
         slot.retries = 0
         slot.t0 = time.perf_counter_ns()
-        slot.steps = session.transaction(slot.name, inputs)  # as attempt() does, a call less per transaction
-        self.advance(slot, None)
+        self.attempt(slot)
 
     def attempt(self, slot: Hosted) -> None:
-        """Start the transaction again, with the same inputs (a retry)."""
+        """Start the transaction (again, on a retry) with the drawn inputs."""
         slot.steps = slot.session.transaction(slot.name, slot.inputs)
         self.advance(slot, None)
 
@@ -228,10 +226,7 @@ class Multiplexer:
             statement = slot.steps.send(None) if error is None else slot.steps.throw(error)
         except StopIteration as done:
             self.rec.record(slot.name, (time.perf_counter_ns() - slot.t0) // 1000, bool(done.value))
-            if self.think:
-                self.finished(slot)
-            else:  # no think time: straight on, a call less per transaction
-                self.next_transaction(slot)
+            self.finished(slot)
             return
         except Exception as exc:  # noqa: BLE001 - sorted by the target
             self.failed(slot, exc)
