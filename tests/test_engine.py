@@ -223,7 +223,8 @@ def test_fifty_users_run_in_two_worker_processes(pg_ctx: RunContext) -> None:
     def look(report: IntervalReport) -> None:
         if report.steady and "workers" not in during:
             during["workers"] = [p.pid for p in mp.active_children() if p.name.startswith("tpsbench-worker")]
-            during["connections"] = pg_admin(f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{PG_DB}'")[0][0]
+            during["connections"] = pg_admin("SELECT count(*) FROM pg_stat_activity "
+                                           f"WHERE datname = '{PG_DB}' AND backend_type = 'client backend'")[0][0]
 
     outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), [Step(users=50, duration_s=1.0, rampup_s=1.0,
                                                                          interval_s=0.5)], look, live=None), 90)
@@ -314,7 +315,8 @@ def test_terminated_backends_reconnect_and_the_step_completes(pg_ctx: RunContext
     def terminate_all(report: IntervalReport) -> None:
         if report.steady and not terminated:
             rows = pg_admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                            f"WHERE datname = '{PG_DB}' AND pid <> pg_backend_pid()")
+                            f"WHERE datname = '{PG_DB}' AND pid <> pg_backend_pid()"
+                            " AND backend_type = 'client backend'")
             terminated.append(len(rows))
 
     outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), [Step(users=8, duration_s=2.5, rampup_s=0.5,

@@ -204,7 +204,8 @@ def test_engine_step_survives_every_backend_killed_with_users_on_the_shared_thre
     def backends() -> set[int]:
         cur = server.conn.cursor()
         if server.target.dialect == "postgresql":
-            cur.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+            cur.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                        " AND backend_type = 'client backend'")  # parallel-query workers carry datname too
         else:
             cur.execute("SELECT id FROM information_schema.PROCESSLIST WHERE db = DATABASE()")
         found = {int(row[0]) for row in cur.fetchall()}
