@@ -95,7 +95,7 @@ for count in (200, int(n)):
 
 def functions(path: Path) -> dict[str, int]:
     """Self instructions per function of a callgrind output file."""
-    out = subprocess.run(["callgrind_annotate", "--threshold=100", str(path)], capture_output=True, text=True,
+    out = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", str(path)], capture_output=True, text=True,
                          check=True).stdout
     found: dict[str, int] = {}
     for line in out.splitlines():
