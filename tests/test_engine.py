@@ -285,6 +285,39 @@ def test_default_workers_follow_the_workloads_users_per_worker(pg_ctx: RunContex
 
 
 # -- robustness ----------------------------------------------------------------------------
+class OneUserCannotOpen(CounterWorkload):
+    """User 1's session fails to open (not a lost connection): it sits the step out."""
+
+    def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
+        if user_id == 1:
+            raise ValueError("no such table: counter_of_user_1")
+        return super().open_session(ctx, user_id, users, conn, target)
+
+
+def test_a_user_that_cannot_open_its_session_is_a_step_problem_stored_and_reported(tmp_path: Any) -> None:
+    """The step goes on with the other users, and says it ran short of its plan: live,
+    in the results store and under the report's table (not only as an error count)."""
+    from tpsbench.api.report import render
+    from tpsbench.api.results import PROBLEM, ResultsStore
+    from tpsbench.api.runner import _finish_step
+
+    ctx = make_table(f"sqlite:///{tmp_path / 'counter.db'}")
+    step = Step(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5)
+    outcome = bounded(lambda: run_steps(ctx, OneUserCannotOpen(), [step], workers=1, live=None), 60)
+    result = outcome.steps[0]
+    assert result.problems == ["worker 0: user 1 ended: could not open its session, so it sat the step out: "
+                               "no such table: counter_of_user_1"]
+    assert result.total().total("errors") == 1 and commits(outcome) == evidence(ctx.url) > 0
+    store = ResultsStore(f"sqlite:///{tmp_path / 'results.db'}")
+    run_id = store.start_run("counter", db_url=ctx.url)
+    said: list[str] = []
+    _finish_step(store, run_id, result, said.append)
+    assert said == [f"step 1 PROBLEM: {result.problems[0]}"]
+    data = store.load_run(run_id)
+    assert [(e.step, e.txn, e.message) for e in data.errors if e.txn == PROBLEM] == [(1, PROBLEM, result.problems[0])]
+    assert f"run {run_id} step 1 PROBLEM: {result.problems[0]}" in " ".join(render([data]).split())
+
+
 @needs_pg
 def test_killed_worker_ends_the_step_with_an_error_not_a_hang(pg_ctx: RunContext) -> None:
     killed: list[int] = []

@@ -80,9 +80,11 @@ def _make_run_command(name: str, options: tuple[Option, ...], doc: str) -> click
         )
         record = run(config, live=lambda line: click.echo(line, err=True))
         click.echo(render([record.store.load_run(record.run_id)]), nl=False)
-        click.echo(f"run {record.run_id}: {record.status}; honesty check "
-                   f"{'matches' if record.honesty['match'] else 'FAILED'}")
-        if not record.honesty["match"] or record.status != "completed":
+        short = [str(step.step) for step in record.outcome.steps if step.problems]
+        click.echo(f"run {record.run_id}: {record.status}"
+                   f"{'; step ' + ', '.join(short) + ' ran short of its plan (PROBLEM above)' if short else ''}"
+                   f"; honesty check {'matches' if record.honesty['match'] else 'FAILED'}")
+        if not record.honesty["match"] or record.status != "completed" or short:
             raise SystemExit(1)
 
     for option in reversed(options):

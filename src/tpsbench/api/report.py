@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tpsbench.api.metrics import StepSummary, TxnSummary
-from tpsbench.api.results import RunData
+from tpsbench.api.results import PROBLEM, RunData
 
 FORMATS = ("rich", "markdown", "csv")
 #: workload -> (label, transaction, per how many seconds): the headline metric after TPS
@@ -202,6 +202,24 @@ def to_rich(table: ReportTable, title: str | None = None) -> Table:
     return out
 
 
+def error_lines(runs: Sequence[RunData], most: int = 5) -> list[str]:
+    """Under the table: each step's problems (the load ran short of its plan) and its
+    ``most`` commonest error messages, which a count in the table does not explain."""
+    lines = []
+    for data in runs:
+        steps = sorted({e.step for e in data.errors})
+        for step in steps:
+            here = [e for e in data.errors if e.step == step]
+            for e in (e for e in here if e.txn == PROBLEM):
+                lines.append(f"run {data.run.id} step {step} PROBLEM: {e.message}")
+            errors = sorted((e for e in here if e.txn != PROBLEM), key=lambda e: -e.count)
+            for e in errors[:most]:
+                lines.append(f"run {data.run.id} step {step}: {e.count:,} x {e.txn}: {e.message}")
+            if len(errors) > most:
+                lines.append(f"run {data.run.id} step {step}: {len(errors) - most} more kinds of error in the store")
+    return lines
+
+
 def render(runs: Sequence[RunData], format: str = "rich", width: int = 160) -> str:
     """The report of ``runs`` side by side as text: "rich" (terminal), "markdown" or "csv"."""
     if format not in FORMATS:
@@ -213,4 +231,6 @@ def render(runs: Sequence[RunData], format: str = "rich", width: int = 160) -> s
         return to_csv(table)
     console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
     console.print(to_rich(table))
+    for line in error_lines(runs):
+        console.print(line, markup=False, highlight=False, overflow="fold")
     return console.file.getvalue()  # type: ignore[attr-defined]

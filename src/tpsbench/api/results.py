@@ -96,7 +96,11 @@ histograms_table = sa.Table(
     sa.Column("data", sa.Text, nullable=False),  # HdrHistogram V2 base64
     sa.Index("ix_histograms_run_step", "run_id", "step", "interval", "txn"),
 )
-#: error samples of every interval of a step, ramp-up included (steps.errors: steady state only)
+#: the ``txn`` of a step's problem (StepResult.problems: a worker lost, a user that sat the
+#: step out), kept with the errors so that a report shows the step ran short of its plan
+PROBLEM = "(step)"
+#: error samples of every interval of a step, ramp-up included (steps.errors: steady state
+#: only), and the step's problems
 errors_table = sa.Table(
     "errors", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
@@ -330,6 +334,12 @@ class ResultsStore:
             else:
                 conn.execute(errors_table.insert().values(run_id=run_id, step=report.step, txn=txn, count=n,
                                                           message=text))
+
+    def add_problems(self, run_id: int, step: int, problems: list[str]) -> None:
+        """Keep a step's problems (the engine's, not a transaction's) beside its errors."""
+        if problems:
+            self._write("storing a step's problems", *(errors_table.insert().values(
+                run_id=run_id, step=step, txn=PROBLEM, count=1, message=self._clean(text)) for text in problems))
 
     def finish_step(self, run_id: int, step: int, summary: StepSummary,
                     histograms: Mapping[str, LatencyHistogram | bytes] | None = None) -> None:

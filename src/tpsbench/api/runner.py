@@ -111,7 +111,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print) -> RunRec
         outcome = run_steps(
             ctx, wl, steps,
             on_interval=lambda report: store.add_interval(run_id, report, users_by_step[report.step]),
-            on_step=lambda result: _finish_step(store, run_id, result),
+            on_step=lambda result: _finish_step(store, run_id, result, live),
             workers=config.workers, live=live,
         )
         status = outcome.status.value
@@ -124,9 +124,14 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print) -> RunRec
     return RunRecord(run_id, status, outcome, honesty, store)
 
 
-def _finish_step(store: ResultsStore, run_id: int, result: StepResult) -> None:
+def _finish_step(store: ResultsStore, run_id: int, result: StepResult, live: Callable[[str], None] | None) -> None:
+    """Store the step; its problems (the load ran short of the plan) are stored and said too."""
     if result.summary is not None:
         store.finish_step(run_id, result.step, result.summary)
+    store.add_problems(run_id, result.step, result.problems)
+    if live is not None:
+        for problem in result.problems:
+            live(f"step {result.step} PROBLEM: {problem}")
 
 
 def _evidence(wl: RunnableWorkload, target: Target) -> dict[str, int]:

@@ -41,7 +41,7 @@ from typing import Any
 from tpsbench.api.metrics import IntervalRecorder
 from tpsbench.api.multiplex import Multiplexer, can_multiplex, triage
 from tpsbench.api.session import RunContext, RunnableWorkload, Session
-from tpsbench.errors import first_line
+from tpsbench.errors import TpsbenchError, first_line
 from tpsbench.targets import open_target
 from tpsbench.targets.base import Target
 
@@ -176,7 +176,10 @@ class VirtualUser:
                 if not self.target.is_disconnect(exc):
                     self.recorder.add(first, "errors")
                     self.recorder.error(first, f"open session: {first_line(exc)}")
-                    return  # the user sits this step out
+                    # the user sits this step out: a problem of the step (guarded() keeps
+                    # it), so that the step's results do not pass for the full load
+                    raise TpsbenchError(f"could not open its session, so it sat the step out: "
+                                        f"{first_line(exc)}") from exc
                 self.recorder.add(first, "reconnects")  # e.g. a kept connection died between steps
                 self.close()
                 stop.wait(BACKOFF_FIRST_S)
@@ -375,7 +378,8 @@ class Worker:
         try:
             user.run(self.workload, self.ctx, plan, start_mono, stop, mux)
         except Exception as exc:  # noqa: BLE001 - a session bug ends this user, not the worker
-            problems.append(f"user {user.user_id} ended: {type(exc).__name__}: {first_line(exc)}")
+            kind = "" if isinstance(exc, TpsbenchError) else f"{type(exc).__name__}: "
+            problems.append(f"user {user.user_id} ended: {kind}{first_line(exc)}")
 
 
 def worker_main(index: int, conn: Connection, workload: RunnableWorkload, ctx: RunContext) -> None:
