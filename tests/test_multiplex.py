@@ -16,7 +16,7 @@ from test_tpcc_transactions import SCALE, SEED, Db, _server_database
 from tpsbench.api.build import build
 from tpsbench.api.meta import read_meta
 from tpsbench.api.metrics import IntervalRecorder, IntervalReport
-from tpsbench.api.multiplex import Multiplexer, can_multiplex
+from tpsbench.api.multiplex import DRAW_AHEAD, Multiplexer, can_multiplex
 from tpsbench.api.session import RunContext
 from tpsbench.targets import open_target
 from tpsbench.workloads.tpcc import USERS_PER_WORKER, TpccWorkload
@@ -123,6 +123,29 @@ def test_hosted_users_commit_exactly_what_the_database_shows(server: Db) -> None
     for check in CHECKS:
         if check.holds_after_run:
             assert server.rows(check.sql) == [], f"condition {check.number} ({check.title}) fails"
+
+
+def test_the_shared_thread_draws_ahead_the_same_transactions_one_at_a_time_would(server: Db) -> None:
+    """Names and inputs are drawn DRAW_AHEAD at a time (Multiplexer.draw_ahead); the user
+    still runs exactly the sequence a session drawing one transaction at a time deals."""
+    sent: list[tuple[str, object]] = []
+    with Hosting(server, 1) as hosting:
+        session = hosting.sessions[0]
+        run = session.transaction
+
+        def recorded(name: str, inputs: object) -> Any:
+            sent.append((name, inputs))
+            return run(name, inputs)
+
+        session.transaction = recorded  # type: ignore[method-assign]
+        time.sleep(1.0)
+        hosting.finish()
+    alone = server.session(0, procedures="on")
+    dealt = []
+    for _ in range(len(sent)):
+        name = alone.next_transaction()
+        dealt.append((name, alone.inputs(name)))
+    assert len(sent) > DRAW_AHEAD and sent == dealt
 
 
 def test_think_times_pace_hosted_users(server: Db) -> None:
