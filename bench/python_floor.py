@@ -1,27 +1,30 @@
-"""The floor under any CPython client: sysbench's point select against the cheapest Python loop.
+"""The floor under any CPython client: sysbench's point select against the cheapest Python loops.
 
 Why: issue 4 asks tpsbench to match sysbench (C and LuaJIT) pair by pair on a 2-core
 machine where client and server share the cores, so every microsecond of client CPU is
-taken from the server. This measures how far the driver layer alone allows that: a loop
-with nothing of tpsbench in it, one thread waiting on all its connections with epoll, each
-connection sending ``SELECT c FROM sbtestN WHERE id=?`` again as soon as its last answer
-is in (one prepared statement per table on libpq; the text protocol on mysqlclient, as
-tpsbench sends it), ids drawn with ``random.randint``, rows read and dropped, no
-histogram, no transaction generator, no results store. Whatever tpsbench does on top of
-this costs more; if this loop already falls short of sysbench, no CPython driver on these
-client libraries reaches 1.0 on point select here.
+taken from the server. This measures how far the driver layer alone allows that: loops
+with nothing of tpsbench in them, laid out two ways (``epoll``: one thread waiting on all
+its connections, as tpsbench's shared thread does; ``procs``: a process per connection,
+each blocking on its own, as sysbench's threads do), each connection sending
+``SELECT c FROM sbtestN WHERE id=?`` again as soon as its last answer is in (one prepared
+statement per table on libpq; the text protocol on mysqlclient, as tpsbench sends it),
+ids drawn with ``random.randint``, rows read and dropped, no histogram, no transaction
+generator, no results store. Whatever tpsbench does on top of this costs more; if these
+loops already fall short of sysbench, no CPython driver on these client libraries
+reaches 1.0 on point select here.
 
 ``--tpcc`` does the same for issue 3's driver share: TPC-C's stored-procedure calls
 (bench/engine_tpcc.py's database, 2 warehouses, built anew before each run), drawn by
-tpsbench's own TPC-C sessions before the clock starts (8 users, 25,000 calls each),
-then sent by the same bare loop for ``--seconds``; the driver's CPU and share are
-measured by engine_tpcc's monitor, as that bench measures the engine's. Errors (the 1 %
-New-Order rollback, a deadlock) are read and dropped.
+tpsbench's own TPC-C sessions before the clock starts (``--threads`` users, enough calls
+each for the run), then sent by the same bare epoll loop for ``--seconds``; the driver's
+CPU and share are measured by engine_tpcc's monitor, as that bench measures the
+engine's. Errors (the 1 % New-Order rollback, a deadlock) are read and dropped.
 
-Each line: sysbench's oltp_point_select and the loop, ``--seconds`` each at ``--threads``
-threads / connections, ``--repeat`` pairs alternating, on the tables bench/vs_sysbench.py
-prepares (tpsb_sb_bench, prepared here with sysbench when missing), with client and
-server CPU per transaction measured as vs_sysbench measures them.
+Each line: sysbench's oltp_point_select and one loop, ``--seconds`` each at
+``--threads`` threads / connections, means of ``--repeat`` rounds (sysbench and both
+loops, the order rotating), on the tables bench/vs_sysbench.py prepares (tpsb_sb_bench,
+prepared here with sysbench when missing), with client and server CPU per transaction
+measured as vs_sysbench measures them.
 
     python bench/python_floor.py [--servers postgresql,mariadb] [--seconds 20] [--repeat 3] [--tpcc]
 """
