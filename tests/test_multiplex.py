@@ -126,18 +126,19 @@ def test_hosted_users_commit_exactly_what_the_database_shows(server: Db) -> None
 
 
 def test_the_shared_thread_draws_ahead_the_same_transactions_one_at_a_time_would(server: Db) -> None:
-    """Names and inputs are drawn DRAW_AHEAD at a time (Multiplexer.draw_ahead); the user
-    still runs exactly the sequence a session drawing one transaction at a time deals."""
+    """Transactions are drawn and begun DRAW_AHEAD at a time (Multiplexer.draw_ahead); the
+    user still runs exactly the sequence a session drawing one transaction at a time deals."""
     sent: list[tuple[str, object]] = []
-    with Hosting(server, 1) as hosting:
-        session = hosting.sessions[0]
-        run = session.transaction
+    hosting = Hosting(server, 1)
+    session = hosting.sessions[0]
+    run = session.transaction
 
-        def recorded(name: str, inputs: object) -> Any:
-            sent.append((name, inputs))
-            return run(name, inputs)
+    def recorded(name: str, inputs: object) -> Any:
+        sent.append((name, inputs))
+        return run(name, inputs)
 
-        session.transaction = recorded  # type: ignore[method-assign]
+    session.transaction = recorded  # type: ignore[method-assign]  # before the shared thread starts
+    with hosting:
         time.sleep(1.0)
         hosting.finish()
     alone = server.session(0, procedures="on")

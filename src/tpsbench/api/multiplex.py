@@ -79,7 +79,8 @@ def can_multiplex(session: Session) -> bool:
 class Hosted:
     """One user while the shared thread runs it: its session and transaction in flight."""
 
-    __slots__ = ("session", "cur", "fd", "armed", "done", "lost", "name", "inputs", "ahead", "steps", "retries", "t0")
+    __slots__ = ("session", "cur", "fd", "armed", "done", "lost", "name", "inputs", "ahead", "first", "steps",
+                 "retries", "t0")
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -92,8 +93,11 @@ class Hosted:
         self.lost: BaseException | None = None
         self.name = ""
         self.inputs: object = None
-        #: the next transactions' names and inputs, drawn DRAW_AHEAD at a time (draw_ahead)
-        self.ahead: deque[tuple[str, object]] = deque()
+        #: the next transactions, drawn DRAW_AHEAD at a time (draw_ahead): name, inputs, and
+        #: (the transaction begun, its first statement encoded), or None to begin it in turn
+        self.ahead: deque[tuple[str, object, tuple[Generator[Statement, None, bool], Any] | None]] = deque()
+        #: the transaction at hand's entry of ``ahead``
+        self.first: tuple[Generator[Statement, None, bool], Any] | None = None
         #: the transaction in flight (Session.transaction), resumed statement by statement
         self.steps: Generator[Statement, None, bool] | None = None
         self.retries = 0
@@ -204,7 +208,7 @@ class Multiplexer:
             return
         if not slot.ahead:
             self.draw_ahead(slot)
-        name, slot.inputs = slot.ahead.popleft()
+        name, slot.inputs, slot.first = slot.ahead.popleft()
         slot.name = name
         if self.think:
             wait = slot.session.keying_time(name)
@@ -215,24 +219,42 @@ class Multiplexer:
 
     @staticmethod
     def draw_ahead(slot: Hosted) -> None:
-        """Draw the user's next DRAW_AHEAD transactions (name, then inputs, as one at a
-        time would: the same values in the same order) in one go.
+        """Draw the user's next DRAW_AHEAD transactions in one go, each as far as the bytes
+        of its first statement: its name, its inputs (in the order one at a time draws
+        them: the same values), the transaction begun and that statement encoded.
 
-        Why: drawn one at a time, between results, a transaction's draws ran on caches
-        the database had just filled, and cost the shared thread several times what
-        they cost in a row (bench/results/python_floor.txt). Inputs depend on nothing
-        the database answers, so drawing them early changes no value and no timing:
-        the clock starts when a transaction is sent (begin)."""
-        session, ahead = slot.session, slot.ahead
+        Why: done one at a time, between results, this ran on caches the database had
+        just filled, and cost the shared thread several times what it costs in a row
+        (bench/results/python_floor.txt). None of it depends on what the database
+        answers, so doing it early changes no value and no timing: the clock starts when
+        the statement is sent (begin). A transaction that fails to begin here is begun
+        again in its turn, where its error counts; a retry begins it anew. The queue
+        belongs to this hosting: after a reconnect (new connection, new statements) the
+        user is hosted again with a new one."""
+        session, ahead, encode = slot.session, slot.ahead, getattr(slot.cur, "encode", None)
         for _ in range(DRAW_AHEAD):
             name = session.next_transaction()
-            ahead.append((name, session.inputs(name)))
+            inputs = session.inputs(name)
+            first = None
+            if encode is not None:
+                steps = session.transaction(name, inputs)
+                try:
+                    first = steps, encode(*next(steps))
+                except Exception:  # noqa: BLE001, S110 - begun again in its turn, where it counts
+                    steps.close()
+            ahead.append((name, inputs, first))
 
     def begin(self, slot: Hosted) -> None:
-        """Start the first attempt with the drawn inputs; the clock starts here."""
+        """Send the transaction's first statement, encoded ahead (draw_ahead), else start
+        its first attempt; the clock starts here."""
         slot.retries = 0
         slot.t0 = time.perf_counter_ns()
-        self.attempt(slot)
+        if slot.first is None:
+            self.attempt(slot)
+            return
+        slot.steps, encoded = slot.first
+        slot.first = None
+        self.transmit(slot, slot.cur.send_encoded, encoded)
 
     def attempt(self, slot: Hosted) -> None:
         """Start the transaction (again, on a retry) with the drawn inputs."""
@@ -251,8 +273,13 @@ class Multiplexer:
         except Exception as exc:  # noqa: BLE001 - sorted by the target
             self.failed(slot, exc)
             return
+        self.transmit(slot, slot.cur.send, *statement)
+
+    def transmit(self, slot: Hosted, send: Callable[..., None], *args: Any) -> None:
+        """Send the statement at hand (``send(*args)``) and wait for its result; a failure
+        to send is the statement's error, handed to the transaction."""
         try:
-            slot.cur.send(*statement)
+            send(*args)
             if not slot.armed:
                 self.poller.modify(slot.fd, select.EPOLLIN)
                 slot.armed = True

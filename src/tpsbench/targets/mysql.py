@@ -197,6 +197,14 @@ class MysqlclientSend:
     def send(self, sql: str, params: Any = ()) -> None:
         self.conn.send_query(self._query(sql, params))
 
+    def encode(self, sql: str, params: Any = ()) -> bytes:
+        """``sql`` with ``params`` rendered, as ``send_encoded`` sends it (encoded ahead of
+        its turn by the shared thread, Multiplexer.draw_ahead)."""
+        return self._query(sql, params)
+
+    def send_encoded(self, encoded: bytes) -> None:
+        self.conn.send_query(encoded)
+
     def fileno(self) -> int:
         return self.conn.fileno()
 
@@ -279,6 +287,14 @@ class MysqlclientCursor(MysqlclientSend, BufferedRows):
     def rollback(self) -> None:
         self._drain()
         self.conn.rollback()
+
+    def send_encoded(self, encoded: bytes) -> None:
+        """As the mixin's, after the last CALL's status if unread (``_query`` drains it
+        when it renders, but a statement rendered ahead was rendered before that CALL)."""
+        conn = self.conn
+        if conn.more_results():
+            self._drain()
+        conn.send_query(encoded)
 
     def _drain(self) -> None:
         """Read what a CALL left after its rows (its status), before the next command.

@@ -155,12 +155,23 @@ class LibpqSend:
         return name
 
     def send(self, sql: str, params: Any = ()) -> None:
+        self.send_encoded(self.encode(sql, params))
+
+    def encode(self, sql: str, params: Any = ()) -> tuple[bytes, Any]:
+        """``sql`` with ``params`` as ``send_encoded`` sends them: (the prepared statement's
+        name, its text parameters), or (b"", the SQL) for a statement without parameters
+        (BEGIN, COMMIT: a simple query, one message). Encoded ahead of its turn by the
+        shared thread (Multiplexer.draw_ahead); prepares ``sql`` on first sight."""
         if params:
-            self.sent = name = self.names.get(sql) or self._prepare(sql)
-            self.pgconn.send_query_prepared(name, text_params(params))
-        else:  # BEGIN, COMMIT: a simple query, one message
-            self.sent = b""
-            self.pgconn.send_query(sql.encode())
+            return self.names.get(sql) or self._prepare(sql), text_params(params)
+        return b"", sql.encode()
+
+    def send_encoded(self, encoded: tuple[bytes, Any]) -> None:
+        self.sent, values = encoded
+        if self.sent:
+            self.pgconn.send_query_prepared(self.sent, values)
+        else:
+            self.pgconn.send_query(values)
 
     def fileno(self) -> int:
         return self.pgconn.socket
@@ -207,7 +218,8 @@ class LibpqCursor(LibpqSend, BufferedRows):
     sends DEALLOCATE ALL when it has prepared anything, which would drop these
     statements too. The statements belong to the connection: a new cursor on a kept
     connection (the next step's session) uses them as they are. A statement the server
-    no longer knows (DISCARD ALL) is prepared again in the next transaction. Errors are psycopg's exceptions (with their SQLSTATE); a connection that
+    no longer knows (DISCARD ALL) is prepared again once its error is seen (on the shared
+    thread, statements encoded ahead with the old name fail first, up to DRAW_AHEAD of them). Errors are psycopg's exceptions (with their SQLSTATE); a connection that
     went away raises OperationalError without one, which the target reads as a disconnect.
     """
 
