@@ -42,7 +42,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tpsbench.targets.postgresql import text_params
 from vs_sysbench import (  # type: ignore[import-not-found]
     SERVERS,
     TABLE_SIZE,
@@ -168,7 +167,7 @@ def tpcc_calls(url: str, users: int, per_user: int) -> list[tuple[Any, list[tupl
         for _ in range(per_user):
             name = session.next_transaction()
             sql, params = next(session.transaction(name, session.inputs(name)))
-            calls.append((cur.names.get(sql) or cur._prepare(sql), text_params(params)))
+            calls.append(cur.encode(sql, params))  # (prepared name, text parameters): the calls have some
         out.append((cur, calls))
     return out
 

@@ -72,8 +72,9 @@ def triage(target: Target, rec: IntervalRecorder, name: str, exc: BaseException,
 
 
 def can_multiplex(session: Session) -> bool:
-    """Whether ``session`` can be hosted: statement by statement, on a cursor that sends without waiting."""
-    return hasattr(session.transaction_cursor, "send")
+    """Whether ``session`` can be hosted: statement by statement, on a cursor that sends
+    without waiting and encodes a statement ahead of sending it (``encode``, ``send_encoded``)."""
+    return hasattr(session.transaction_cursor, "send_encoded")
 
 
 class Hosted:
@@ -231,17 +232,16 @@ class Multiplexer:
         again in its turn, where its error counts; a retry begins it anew. The queue
         belongs to this hosting: after a reconnect (new connection, new statements) the
         user is hosted again with a new one."""
-        session, ahead, encode = slot.session, slot.ahead, getattr(slot.cur, "encode", None)
+        session, ahead, encode = slot.session, slot.ahead, slot.cur.encode
         for _ in range(DRAW_AHEAD):
             name = session.next_transaction()
             inputs = session.inputs(name)
-            first = None
-            if encode is not None:
-                steps = session.transaction(name, inputs)
-                try:
-                    first = steps, encode(*next(steps))
-                except Exception:  # noqa: BLE001, S110 - begun again in its turn, where it counts
-                    steps.close()
+            steps = session.transaction(name, inputs)
+            try:
+                first: tuple[Generator[Statement, None, bool], Any] | None = steps, encode(*next(steps))
+            except Exception:  # noqa: BLE001 - begun again in its turn, where it counts
+                steps.close()
+                first = None
             ahead.append((name, inputs, first))
 
     def begin(self, slot: Hosted) -> None:
@@ -253,7 +253,6 @@ class Multiplexer:
             self.attempt(slot)
             return
         slot.steps, encoded = slot.first
-        slot.first = None
         self.transmit(slot, slot.cur.send_encoded, encoded)
 
     def attempt(self, slot: Hosted) -> None:

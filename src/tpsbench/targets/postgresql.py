@@ -219,8 +219,9 @@ class LibpqCursor(LibpqSend, BufferedRows):
     statements too. The statements belong to the connection: a new cursor on a kept
     connection (the next step's session) uses them as they are. A statement the server
     no longer knows (DISCARD ALL) is prepared again once its error is seen (on the shared
-    thread, statements encoded ahead with the old name fail first, up to DRAW_AHEAD of them). Errors are psycopg's exceptions (with their SQLSTATE); a connection that
-    went away raises OperationalError without one, which the target reads as a disconnect.
+    thread, statements encoded ahead with the old name fail first, up to DRAW_AHEAD of
+    them). Errors are psycopg's exceptions (with their SQLSTATE); a connection that went
+    away raises OperationalError without one, which the target reads as a disconnect.
     """
 
     lastrowid = None
