@@ -27,7 +27,7 @@ from tpsbench.api.batch import Batch
 from tpsbench.errors import TpsbenchError
 from tpsbench.targets import mysql as mysql_module
 from tpsbench.targets import open_target
-from tpsbench.targets.base import Target, error_codes, error_message
+from tpsbench.targets.base import LazyRows, Target, error_codes, error_message
 from tpsbench.targets.mssql import MssqlTarget
 from tpsbench.targets.mysql import MysqlTarget, insert_statements
 from tpsbench.targets.odbc import OdbcTarget, parse_connection_string
@@ -224,6 +224,31 @@ def test_libpq_parameters_round_trip(pg_url: str) -> None:
             assert cur.fetchone() == params
         with pytest.raises(psycopg.DataError):
             cur.execute("SELECT %s::text", ("a\0b",))
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("kind", ["postgresql", "mysql+mysqldb"])
+def test_fast_cursor_rows_convert_when_read_and_keep_their_own_result(
+        kind: str, request: pytest.FixtureRequest, require: Callable[..., Any]) -> None:
+    """A fast cursor's rows are converted on first use only (LazyRows: a result nobody
+    reads costs no conversion), counted without converting, and rows kept past the
+    next run of the same statement still hold their own values: on libpq the
+    statement's loaders are shared by all its results, so the later result must not
+    leak into the earlier rows."""
+    target = open_target(server_url(kind, request, require))
+    conn = target.connect()
+    try:
+        cur = target.fast_cursor(conn)
+        sql = "SELECT %s + 0, 'a' UNION ALL SELECT %s + 0, 'b'"
+        cur.execute(sql, (1, 2))
+        kept = cur.fetchall()
+        assert isinstance(kept, LazyRows) and len(kept) == 2 and kept._rows is None  # counted, not converted
+        cur.execute(sql, (3, 4))
+        assert cur.fetchone() == (3, "a") and list(cur.fetchall()) == [(4, "b")] and cur.fetchone() is None
+        assert list(kept) == [(1, "a"), (2, "b")] and kept._rows is not None
+        cur.execute("SELECT 1 WHERE 1 = 0", ())
+        assert len(cur.fetchall()) == 0 and cur.fetchone() is None
     finally:
         conn.close()
 

@@ -238,11 +238,59 @@ def set_autocommit(conn: Any) -> None:
     conn.autocommit = True
 
 
+class LazyRows(Sequence[tuple]):
+    """A result's rows, read whole from the server, turned into Python values on first use.
+
+    Why: converting values costs the client more than reading them, and most results are
+    never looked at: sysbench's range selects (sysbench's own scripts discard them too),
+    or a TPC-C call whose answer the run needs only to count. Their bytes are in the
+    client's memory either way (libpq's result, mysqlclient's stored result); the row
+    count is known without converting anything. A target's subclass says how to convert
+    (``_convert``), and must not depend on what the connection reads later.
+    """
+
+    __slots__ = ("count", "_rows")
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._rows: Sequence[tuple] | None = None
+
+    def _convert(self) -> Sequence[tuple]:
+        raise NotImplementedError
+
+    def converted(self) -> Sequence[tuple]:
+        """All rows as Python values (converted on the first call only)."""
+        rows = self._rows
+        if rows is None:
+            rows = self._rows = self._convert()
+        return rows
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.converted()[index]
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self.converted())
+
+    def __eq__(self, other: object) -> bool:
+        return self.converted() == (other.converted() if isinstance(other, LazyRows) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.converted()!r})"
+
+
 class BufferedRows:
     """The fetch side of the targets' fast cursors: rows already read, handed out in order.
 
     The fast cursors read a whole result in one driver call (libpq, mysqlclient's
-    store_result) and keep it in ``rows``; DB-API's fetchone/fetchall then only walk it.
+    store_result) and keep it in ``rows``, a :class:`LazyRows` where values are converted
+    on first use; fetchone/fetchall then only walk it. ``fetchall`` before any
+    ``fetchone`` hands out the LazyRows itself: a caller that only counts the rows, or
+    keeps them for later, converts nothing (TPC-C's stored-procedure calls).
     """
 
     rows: Sequence[tuple] = ()

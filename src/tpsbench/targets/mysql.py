@@ -22,14 +22,14 @@ from __future__ import annotations
 import importlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from sqlalchemy.engine import URL
 
 from tpsbench.api.batch import NULL_TEXT, Batch
 from tpsbench.errors import TpsbenchError
-from tpsbench.targets.base import BufferedRows, Target, error_codes
+from tpsbench.targets.base import BufferedRows, LazyRows, Target, error_codes
 
 #: lock wait timeout, deadlock, table definition changed, record changed since last
 #: read (MariaDB snapshot isolation), too many concurrent transactions, NOWAIT lock
@@ -225,7 +225,7 @@ class MysqlclientCursor(MysqlclientSend, BufferedRows):
     What mysqlclient's own cursor sends, one layer down: the statement with its values
     rendered as literals (``%s`` markers, text protocol), ``query`` + ``store_result``,
     rows converted by the connection's converters (the same Python types as the
-    cursor's), ``rowcount`` from affected_rows and ``lastrowid`` from insert_id (which
+    cursor's) when first read (MysqlRows), ``rowcount`` from affected_rows and ``lastrowid`` from insert_id (which
     carries LAST_INSERT_ID(expr)). The cursor's Python layers cost several times the
     client CPU of this (shared/reference/driver-costs.md); most of all its
     ``connection.literal``, about 1 us a value, against a fifth of that here for the
@@ -248,7 +248,7 @@ class MysqlclientCursor(MysqlclientSend, BufferedRows):
             type(None): lambda v: b"NULL",
         }
         self.other = conn.literal
-        self.rows: tuple = ()
+        self.rows: Sequence[tuple] = ()
         self.pos = 0
         self.rowcount = -1
         self.lastrowid: int | None = None
@@ -277,7 +277,7 @@ class MysqlclientCursor(MysqlclientSend, BufferedRows):
         result = conn.store_result()
         self.rowcount = conn.affected_rows()
         self.lastrowid = conn.insert_id()
-        self.rows = result.fetch_row(0) if result is not None else ()
+        self.rows = MysqlRows(result) if result is not None else ()
         self.pos = 0
 
     def commit(self) -> None:
@@ -314,6 +314,20 @@ class MysqlclientCursor(MysqlclientSend, BufferedRows):
     def close(self) -> None:
         self.templates.clear()
         self.rows = ()
+
+
+class MysqlRows(LazyRows):
+    """A stored result's rows (``store_result``: all of them in the client's memory),
+    converted by the connection's converters on first use."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: Any) -> None:
+        super().__init__(result.num_rows())
+        self.result = result
+
+    def _convert(self) -> tuple:
+        return self.result.fetch_row(0)
 
 
 def choose_driver(url: URL) -> str:

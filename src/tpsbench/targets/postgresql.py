@@ -11,13 +11,14 @@ import contextlib
 import itertools
 import select
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 from psycopg import pq, sql
 
 from tpsbench.api.batch import Batch
-from tpsbench.targets.base import BufferedRows, Target
+from tpsbench.targets.base import BufferedRows, LazyRows, Target
 
 #: serialization_failure, deadlock_detected, lock_not_available
 RETRYABLE_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
@@ -207,9 +208,9 @@ class LibpqCursor(LibpqSend, BufferedRows):
     layers above libpq (query conversion and its regex split of long statements, the
     prepared-statement LRU and the generator/wait machinery), which cost 3-5x the client
     CPU (shared/reference/driver-costs.md). Parameters go as text, rows come back as
-    text and are turned into the same Python types as psycopg's cursor gives, by
-    psycopg's own (C) loaders, looked up once per prepared statement (its rows have
-    one shape): the lookup for every result cost 4 us of a transaction's client CPU
+    text and are turned into the same Python types as psycopg's cursor gives, when
+    first read (PgRows), by psycopg's own (C) loaders, looked up once per prepared
+    statement (its rows have one shape): the lookup for every result cost 4 us of a transaction's client CPU
     on a machine whose caches the database has just filled with its own. Transactions
     are psycopg's: a BEGIN opens one before the first statement when the connection is
     idle (as psycopg sends it), ``commit`` and ``rollback`` send COMMIT and ROLLBACK.
@@ -241,7 +242,7 @@ class LibpqCursor(LibpqSend, BufferedRows):
         #: statements prepared on this connection, shared by every cursor made on it (a
         #: connection kept from one step to the next keeps its statements)
         self.names = prepared_names(conn)
-        self.rows: list[tuple] = []
+        self.rows: Sequence[tuple] = []
         self.pos = 0
         self.rowcount = -1
         self.idle = pq.TransactionStatus.IDLE
@@ -274,15 +275,10 @@ class LibpqCursor(LibpqSend, BufferedRows):
             n = res.ntuples
             if n:
                 tx = self.shaped.get(name)
-                if tx is not None:  # the statement's rows have their loaders already
-                    tx.set_pgresult(res, False)  # set_loaders, by position: a keyword costs a parse
-                elif name:  # the statement's first rows: its loaders, kept
+                if tx is None and name:  # the statement's first rows: its loaders, kept
                     tx = self.shaped[name] = self.transformer(self.conn)
                     tx.set_pgresult(res)
-                else:  # a simple query's rows: any shape
-                    tx = self.tx
-                    tx.set_pgresult(res)
-                self.rows = tx.load_rows(0, n, tuple)
+                self.rows = PgRows(n, res, tx or self.tx, not name)
             else:
                 self.rows = []
             self.rowcount = n
@@ -348,6 +344,27 @@ class LibpqCursor(LibpqSend, BufferedRows):
             message = (res.error_message or b"connection lost").decode(errors="replace").strip()
             return OperationalError(message or "connection lost")
         return errors.error_from_result(res, encoding=self.encoding)
+
+
+class PgRows(LazyRows):
+    """A libpq result's rows, converted by psycopg's (C) loaders on first use.
+
+    ``tx`` is the prepared statement's Transformer, its loaders set by the statement's
+    first result and shared by all its results; the result is set on it again when the
+    rows are converted, which may be after the statement ran again. A simple query's
+    rows (any shape) set their loaders then too (``set_loaders``).
+    """
+
+    __slots__ = ("res", "tx", "set_loaders")
+
+    def __init__(self, count: int, res: Any, tx: Any, set_loaders: bool) -> None:
+        super().__init__(count)
+        self.res, self.tx, self.set_loaders = res, tx, set_loaders
+
+    def _convert(self) -> list[tuple]:
+        tx = self.tx
+        tx.set_pgresult(self.res, self.set_loaders)  # by position: a keyword costs a parse
+        return tx.load_rows(0, self.count, tuple)
 
 
 def text_params(params: Any) -> list[bytes | None] | None:

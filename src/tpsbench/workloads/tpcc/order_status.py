@@ -13,6 +13,7 @@ spec is a primary-key or index probe here too, so the server does the same work.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -54,9 +55,8 @@ def request(s: Statements, inp: OrderStatusInputs) -> tuple[str, tuple]:
     return s.os_query[by], (inp.w_id, inp.d_id, *key)
 
 
-def answer(cur: Any, inp: OrderStatusInputs) -> OrderStatusOutput:
-    """The output, from the statement's rows on ``cur``."""
-    rows = cur.fetchall()
+def answer(rows: Sequence[tuple], inp: OrderStatusInputs) -> OrderStatusOutput:
+    """The output, from the statement's rows."""
     if not rows:
         raise LookupError(f"Order-Status: no customer {inp.c_id or inp.c_last} in district ({inp.w_id}, {inp.d_id})")
     first = rows[0]
@@ -67,4 +67,4 @@ def answer(cur: Any, inp: OrderStatusInputs) -> OrderStatusOutput:
 def execute(cur: Any, s: Statements, inp: OrderStatusInputs) -> OrderStatusOutput:
     """Read the customer's last order on ``cur``; the caller commits."""
     cur.execute(*request(s, inp))
-    return answer(cur, inp)
+    return answer(cur.fetchall(), inp)

@@ -26,7 +26,7 @@ send one user's call and wait on many users' sockets at once (tpsbench.api.multi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
@@ -72,8 +72,8 @@ def _new_order_request(s: Statements, inp: NewOrderInputs) -> tuple[str, tuple]:
     return s.call_new_order, (inp.w_id, inp.d_id, inp.c_id, inp.all_local, items, supply, quantities)
 
 
-def _new_order_answer(cur: Any, inp: NewOrderInputs) -> NewOrderOutput | None:
-    row = _result(cur, "New-Order")
+def _new_order_answer(rows: Sequence[tuple], inp: NewOrderInputs) -> NewOrderOutput | None:
+    row = rows[0]
     if row[0] is None:  # MySQL's procedure rolled back the unused item itself
         return None
     o_id, c_last, c_credit, brands, amount, discount, w_tax, d_tax = row
@@ -86,8 +86,8 @@ def _payment_request(s: Statements, inp: PaymentInputs) -> tuple[str, tuple]:
                             s.bind_money(inp.h_amount))
 
 
-def _payment_answer(cur: Any, inp: PaymentInputs) -> PaymentOutput:
-    c_id, c_credit, c_balance = _result(cur, "Payment")
+def _payment_answer(rows: Sequence[tuple], inp: PaymentInputs) -> PaymentOutput:
+    c_id, c_credit, c_balance = rows[0]
     return PaymentOutput(int(c_id), c_credit, to_decimal(c_balance))
 
 
@@ -95,29 +95,39 @@ def _delivery_request(s: Statements, inp: DeliveryInputs) -> tuple[str, tuple]:
     return s.call_delivery, (inp.w_id, inp.o_carrier_id)
 
 
-def _delivery_answer(cur: Any, inp: DeliveryInputs) -> DeliveryOutput:
+def _delivery_answer(rows: Sequence[tuple], inp: DeliveryInputs) -> DeliveryOutput:
     """The procedure's text answer lists the O_ID delivered per district, 0 for none."""
-    (text,) = _result(cur, "Delivery")
+    (text,) = rows[0]
     o_ids = [int(value) for value in text.split(",")]
     delivered = tuple((d_id, o_id) for d_id, o_id in enumerate(o_ids, 1) if o_id)
     skipped = tuple(d_id for d_id, o_id in enumerate(o_ids, 1) if not o_id)
     return DeliveryOutput(delivered, skipped)
 
 
-def _result(cur: Any, what: str) -> tuple:
-    """The call's one row; then any further results (MySQL's CALL status) are drained."""
-    row = cur.fetchone()
+def result(cur: Any, name: str) -> Sequence[tuple]:
+    """The rows of ``name``'s call, not yet converted where the cursor keeps them so
+    (LazyRows: its answer is decoded when someone reads it, TpccSession.last_output);
+    then any further results (MySQL's CALL status) are drained. Every call answers
+    with a row: none is an error."""
+    rows = cur.fetchall()
     nextset = getattr(cur, "nextset", None)
     while nextset is not None and nextset():
         pass
-    if row is None:
-        raise LookupError(f"{what}: the procedure returned no row")
-    return tuple(row)
+    if not rows:
+        raise LookupError(f"{name}: the database returned no row")
+    return rows
+
+
+def rolled_back(s: Statements, name: str, rows: Sequence[tuple]) -> bool:
+    """Whether the call's answer says it rolled back: MySQL's New-Order procedure rolls
+    the unused item back itself and answers with a NULL O_ID. PostgreSQL's raises
+    instead (:func:`failed`), so its answers need no look at all."""
+    return name == "new_order" and s.dialect.name != "postgresql" and rows[0][0] is None
 
 
 #: per transaction: (the one statement and its parameters, from the inputs; the output,
-#: from the call's result on the cursor), looked up once per transaction
-CALLS: dict[str, tuple[Callable[[Statements, Any], tuple[str, tuple]], Callable[[Any, Any], Any]]] = {
+#: from the call's rows), looked up once per transaction
+CALLS: dict[str, tuple[Callable[[Statements, Any], tuple[str, tuple]], Callable[[Sequence[tuple], Any], Any]]] = {
     "new_order": (_new_order_request, _new_order_answer),
     "payment": (_payment_request, _payment_answer),
     "delivery": (_delivery_request, _delivery_answer),

@@ -34,7 +34,7 @@ use their cursor (sqlite3 caches its compiled statements by text already).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from tpsbench.api.session import RunContext, Session, Statement
@@ -122,8 +122,10 @@ class TpccSession(Session):
         self.stmts = statements(target.dialect, target.placeholder())
         #: one stored-procedure call per transaction, in autocommit (procedures.py)
         self.procedures = uses_procedures(ctx.options, self.stmts)
-        #: the last committed transaction's output (tests and debugging look at it)
-        self.last_output: object = None
+        #: the last committed transaction's output (last_output), and a call's answer
+        #: still to decode: (its answer function, its rows, its inputs)
+        self._output: object = None
+        self._answer: tuple[Callable[[Sequence[tuple], Any], Any], Sequence[tuple], object] | None = None
         #: Delivery's districts delivered and skipped (no undelivered order), §2.7.2.3
         self.delivered_districts = 0
         self.skipped_districts = 0
@@ -164,14 +166,26 @@ class TpccSession(Session):
         except Exception as exc:  # noqa: BLE001 - failed() returns on the expected rollback, raises the rest
             procedures.failed(name, exc)
             return False
-        output = answer(self.cur, inputs)
-        if output is None:  # MySQL's procedure rolled the unused item back itself
+        rows = procedures.result(self.cur, name)
+        if procedures.rolled_back(self.stmts, name, rows):
             return False
-        self._note(name, output)
+        if name == "delivery":  # its districts are counted
+            self._note(name, answer(rows, inputs))
+        else:  # decoded when read: the run only counts it (procedures.result)
+            self._answer = answer, rows, inputs
         return True
 
+    @property
+    def last_output(self) -> object:
+        """The last committed transaction's output, as the terminal would show it (tests
+        and debugging look at it)."""
+        if self._answer is not None:
+            answer, rows, inputs = self._answer
+            self._note("", answer(rows, inputs))
+        return self._output
+
     def _note(self, name: str, output: object) -> None:
-        self.last_output = output
+        self._output, self._answer = output, None
         if name == "delivery":
             self.delivered_districts += len(output.delivered)  # type: ignore[attr-defined]
             self.skipped_districts += len(output.skipped)  # type: ignore[attr-defined]

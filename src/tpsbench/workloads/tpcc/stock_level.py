@@ -10,6 +10,7 @@ between them). The warehouse and district are the terminal's fixed pair (§2.8.1
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,12 +38,12 @@ def request(s: Statements, inp: StockLevelInputs) -> tuple[str, tuple]:
     return s.sl_count, (inp.w_id, inp.d_id, inp.threshold)
 
 
-def answer(cur: Any, inp: StockLevelInputs) -> int:
-    """The number of low-stock items, from the statement's row on ``cur``."""
-    return int(cur.fetchone()[0])
+def answer(rows: Sequence[tuple], inp: StockLevelInputs) -> int:
+    """The number of low-stock items, from the statement's row."""
+    return int(rows[0][0])
 
 
 def execute(cur: Any, s: Statements, inp: StockLevelInputs) -> int:
     """Count the low-stock items on ``cur``; the caller commits (ends the read transaction)."""
     cur.execute(*request(s, inp))
-    return answer(cur, inp)
+    return answer(cur.fetchall(), inp)
