@@ -126,6 +126,9 @@ class Multiplexer:
         #: what ended the shared thread early (a session's bug), told to every user it hosted
         self.failure: str | None = None
         self.thread = threading.Thread(target=self.serve, name="multiplexer", daemon=True)
+        #: what follows a transaction: its think time, or with think times off the next
+        #: transaction at once (a call fewer per transaction)
+        self.after_transaction = self.finished if think else self.next_transaction
 
     def start(self) -> None:
         self.thread.start()
@@ -267,7 +270,7 @@ class Multiplexer:
             statement = slot.steps.send(None) if error is None else slot.steps.throw(error)
         except StopIteration as done:
             self.rec.record(slot.name, (time.perf_counter_ns() - slot.t0) // 1000, bool(done.value))
-            self.finished(slot)
+            self.after_transaction(slot)
             return
         except Exception as exc:  # noqa: BLE001 - sorted by the target
             self.failed(slot, exc)
@@ -290,10 +293,9 @@ class Multiplexer:
     def complete(self, slot: Hosted) -> None:
         """The socket is readable: take the result if it is whole, else wait again."""
         try:
-            if not slot.cur.ready():
+            if not slot.cur.receive():
                 self.in_flight[slot.fd] = slot
                 return
-            slot.cur.receive()
         except Exception as exc:  # noqa: BLE001 - the transaction decides what it means
             self.advance(slot, exc)
             return
@@ -308,15 +310,15 @@ class Multiplexer:
             slot.lost = exc
             self.release(slot)
         else:
-            self.finished(slot)
+            self.after_transaction(slot)
 
     def finished(self, slot: Hosted) -> None:
-        """After a transaction (committed, rolled back or failed): think, then the next."""
-        if self.think:
-            wait = slot.session.think_time(slot.name)
-            if wait > 0 and not self.stop.is_set():
-                self.after(wait, slot, self.next_transaction)
-                return
+        """After a transaction (committed, rolled back or failed), with think times on:
+        think, then the next."""
+        wait = slot.session.think_time(slot.name)
+        if wait > 0 and not self.stop.is_set():
+            self.after(wait, slot, self.next_transaction)
+            return
         self.next_transaction(slot)
 
     def after(self, seconds: float, slot: Hosted, then: Callable[[Hosted], None]) -> None:

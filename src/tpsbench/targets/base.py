@@ -250,10 +250,10 @@ class LazyRows(Sequence[tuple]):
     """
 
     __slots__ = ("count", "_rows")
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-        self._rows: Sequence[tuple] | None = None
+    #: the number of rows, and the rows once converted: a subclass's constructor sets
+    #: them (``_rows`` to None) itself, one call fewer per result than a super() call
+    count: int
+    _rows: Sequence[tuple] | None
 
     def _convert(self) -> Sequence[tuple]:
         raise NotImplementedError
@@ -308,6 +308,7 @@ class BufferedRows:
         self.pos = len(self.rows)
         return rows
 
-    def nextset(self) -> None:
-        """No further result: execute() has read or drained them all."""
-        return None
+    #: no further result to step to: the fast cursors read every result themselves (a
+    #: CALL's status is drained before the next command); DB-API lets a cursor go
+    #: without nextset, and a call per result for nothing is saved
+    nextset = None

@@ -208,15 +208,13 @@ class MysqlclientSend:
     def fileno(self) -> int:
         return self.conn.fileno()
 
-    def ready(self) -> bool:
-        """True: once the socket is readable the answer has begun, and receive() reads
-        the rest of it (a few packets already on their way)."""
-        return True
-
-    def receive(self) -> None:
-        """The sent statement's result, read as ``_take`` reads one (errors raised here)."""
+    def receive(self) -> bool:
+        """The sent statement's result, read as ``_take`` reads one (errors raised here);
+        always True: once the socket is readable the answer has begun, and the rest of it
+        (a few packets already on their way) is read here."""
         self.conn.read_query_result()
         self._take()
+        return True
 
 
 class MysqlclientCursor(MysqlclientSend, BufferedRows):
@@ -225,8 +223,8 @@ class MysqlclientCursor(MysqlclientSend, BufferedRows):
     What mysqlclient's own cursor sends, one layer down: the statement with its values
     rendered as literals (``%s`` markers, text protocol), ``query`` + ``store_result``,
     rows converted by the connection's converters (the same Python types as the
-    cursor's) when first read (MysqlRows), ``rowcount`` from affected_rows and ``lastrowid`` from insert_id (which
-    carries LAST_INSERT_ID(expr)). The cursor's Python layers cost several times the
+    cursor's) when first read (MysqlRows), ``rowcount`` from affected_rows and
+    ``lastrowid`` from insert_id (which carries LAST_INSERT_ID(expr)). The cursor's Python layers cost several times the
     client CPU of this (shared/reference/driver-costs.md); most of all its
     ``connection.literal``, about 1 us a value, against a fifth of that here for the
     ints, strings and Decimals of the benchmarks (anything else still goes through
@@ -323,8 +321,7 @@ class MysqlRows(LazyRows):
     __slots__ = ("result",)
 
     def __init__(self, result: Any) -> None:
-        super().__init__(result.num_rows())
-        self.result = result
+        self.count, self._rows, self.result = result.num_rows(), None, result
 
     def _convert(self) -> tuple:
         return self.result.fetch_row(0)

@@ -133,7 +133,7 @@ class LibpqSend:
     ``send`` sends a prepared statement (one without parameters as a simple query)
     without waiting for its result; the connection is in autocommit mode (the only mode
     this is for), so BEGIN and COMMIT are statements like the others. Then wait
-    for ``fileno()`` to be readable until ``ready()``, and take the result with ``receive()``.
+    for ``fileno()`` to be readable until ``receive()`` says it took the result.
     """
 
     pgconn: Any
@@ -177,14 +177,9 @@ class LibpqSend:
     def fileno(self) -> int:
         return self.pgconn.socket
 
-    def ready(self) -> bool:
-        """Read what has arrived; True once the whole result is in (never blocks)."""
-        pgconn = self.pgconn
-        pgconn.consume_input()
-        return not pgconn.is_busy()
-
-    def receive(self) -> None:
-        """The sent statement's result, read as ``_take`` reads one (errors raised there).
+    def receive(self) -> bool:
+        """Read what has arrived (never blocks); once the whole result is in, take it as
+        ``_take`` takes one (errors raised there) and say True; False: wait again.
 
         A result can be whole before the statement has ended: in autocommit the server
         commits after it, before ReadyForQuery. A failure that comes after the result (a
@@ -192,11 +187,15 @@ class LibpqSend:
         commit did not happen is never counted as committed (the honesty check saw one).
         """
         pgconn = self.pgconn
+        pgconn.consume_input()
+        if pgconn.is_busy():
+            return False
         res = pgconn.get_result()
         while (later := pgconn.get_result()) is not None:
             if later.status == pq.ExecStatus.FATAL_ERROR:
                 res = later
         self._take(res, self.sent)
+        return True
 
 
 class LibpqCursor(LibpqSend, BufferedRows):
@@ -358,8 +357,7 @@ class PgRows(LazyRows):
     __slots__ = ("res", "tx", "set_loaders")
 
     def __init__(self, count: int, res: Any, tx: Any, set_loaders: bool) -> None:
-        super().__init__(count)
-        self.res, self.tx, self.set_loaders = res, tx, set_loaders
+        self.count, self._rows, self.res, self.tx, self.set_loaders = count, None, res, tx, set_loaders
 
     def _convert(self) -> list[tuple]:
         tx = self.tx
