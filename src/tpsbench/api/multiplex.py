@@ -80,7 +80,7 @@ def can_multiplex(session: Session) -> bool:
 class Hosted:
     """One user while the shared thread runs it: its session and transaction in flight."""
 
-    __slots__ = ("session", "cur", "fd", "armed", "done", "lost", "name", "inputs", "ahead", "first", "steps",
+    __slots__ = ("session", "cur", "fd", "armed", "done", "lost", "name", "inputs", "ahead", "steps", "encoded",
                  "retries", "t0")
 
     def __init__(self, session: Session) -> None:
@@ -94,13 +94,13 @@ class Hosted:
         self.lost: BaseException | None = None
         self.name = ""
         self.inputs: object = None
-        #: the next transactions, drawn DRAW_AHEAD at a time (draw_ahead): name, inputs, and
-        #: (the transaction begun, its first statement encoded), or None to begin it in turn
-        self.ahead: deque[tuple[str, object, tuple[Generator[Statement, None, bool], Any] | None]] = deque()
-        #: the transaction at hand's entry of ``ahead``
-        self.first: tuple[Generator[Statement, None, bool], Any] | None = None
-        #: the transaction in flight (Session.transaction), resumed statement by statement
+        #: the next transactions, drawn DRAW_AHEAD at a time (draw_ahead): name, inputs, the
+        #: transaction begun and its first statement encoded (None, None: begin it in turn)
+        self.ahead: deque[tuple[str, object, Generator[Statement, None, bool] | None, Any]] = deque()
+        #: the transaction at hand (Session.transaction), resumed statement by statement;
+        #: before begin(), as drawn ahead, with its first statement ``encoded``
         self.steps: Generator[Statement, None, bool] | None = None
+        self.encoded: Any = None
         self.retries = 0
         self.t0 = 0
 
@@ -177,10 +177,11 @@ class Multiplexer:
                         self.complete(slot)
                     else:
                         self.quiet(fd)
-                now = time.monotonic()
-                while timers and timers[0][0] <= now:
-                    _, _, slot, then = heapq.heappop(timers)
-                    then(slot)
+                if timers:
+                    now = time.monotonic()
+                    while timers and timers[0][0] <= now:
+                        _, _, slot, then = heapq.heappop(timers)
+                        then(slot)
         except Exception as exc:  # noqa: BLE001 - e.g. a session's inputs() failing: its users are told
             self.failure = f"{type(exc).__name__}: {first_line(exc)}"
         finally:
@@ -212,7 +213,7 @@ class Multiplexer:
             return
         if not slot.ahead:
             self.draw_ahead(slot)
-        name, slot.inputs, slot.first = slot.ahead.popleft()
+        name, slot.inputs, slot.steps, slot.encoded = slot.ahead.popleft()
         slot.name = name
         if self.think:
             wait = slot.session.keying_time(name)
@@ -241,22 +242,20 @@ class Multiplexer:
             inputs = session.inputs(name)
             steps = session.transaction(name, inputs)
             try:
-                first: tuple[Generator[Statement, None, bool], Any] | None = steps, encode(*next(steps))
+                ahead.append((name, inputs, steps, encode(*next(steps))))
             except Exception:  # noqa: BLE001 - begun again in its turn, where it counts
                 steps.close()
-                first = None
-            ahead.append((name, inputs, first))
+                ahead.append((name, inputs, None, None))
 
     def begin(self, slot: Hosted) -> None:
         """Send the transaction's first statement, encoded ahead (draw_ahead), else start
         its first attempt; the clock starts here."""
         slot.retries = 0
         slot.t0 = time.perf_counter_ns()
-        if slot.first is None:
+        if slot.steps is None:
             self.attempt(slot)
             return
-        slot.steps, encoded = slot.first
-        self.transmit(slot, slot.cur.send_encoded, encoded)
+        self.transmit(slot, slot.cur.send_encoded, slot.encoded)
 
     def attempt(self, slot: Hosted) -> None:
         """Start the transaction (again, on a retry) with the drawn inputs."""

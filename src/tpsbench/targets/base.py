@@ -249,10 +249,10 @@ class LazyRows(Sequence[tuple]):
     (``_convert``), and must not depend on what the connection reads later.
     """
 
-    __slots__ = ("count", "_rows")
+    __slots__ = ("length", "_rows")
     #: the number of rows, and the rows once converted: a subclass's constructor sets
     #: them (``_rows`` to None) itself, one call fewer per result than a super() call
-    count: int
+    length: int
     _rows: Sequence[tuple] | None
 
     def _convert(self) -> Sequence[tuple]:
@@ -266,7 +266,7 @@ class LazyRows(Sequence[tuple]):
         return rows
 
     def __len__(self) -> int:
-        return self.count
+        return self.length
 
     def __getitem__(self, index: Any) -> Any:
         return self.converted()[index]

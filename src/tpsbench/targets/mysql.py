@@ -321,7 +321,7 @@ class MysqlRows(LazyRows):
     __slots__ = ("result",)
 
     def __init__(self, result: Any) -> None:
-        self.count, self._rows, self.result = result.num_rows(), None, result
+        self.length, self._rows, self.result = result.num_rows(), None, result
 
     def _convert(self) -> tuple:
         return self.result.fetch_row(0)

@@ -357,12 +357,12 @@ class PgRows(LazyRows):
     __slots__ = ("res", "tx", "set_loaders")
 
     def __init__(self, count: int, res: Any, tx: Any, set_loaders: bool) -> None:
-        self.count, self._rows, self.res, self.tx, self.set_loaders = count, None, res, tx, set_loaders
+        self.length, self._rows, self.res, self.tx, self.set_loaders = count, None, res, tx, set_loaders
 
     def _convert(self) -> list[tuple]:
         tx = self.tx
         tx.set_pgresult(self.res, self.set_loaders)  # by position: a keyword costs a parse
-        return tx.load_rows(0, self.count, tuple)
+        return tx.load_rows(0, self.length, tuple)
 
 
 def text_params(params: Any) -> list[bytes | None] | None:
@@ -380,7 +380,7 @@ def text_params(params: Any) -> list[bytes | None] | None:
         text = str(params[0])
         values = [text.encode()] if "\0" not in text else []
     else:
-        values = list("\0".join(map(str, params)).encode().split(b"\0"))  # list(): typed bytes | None
+        values = "\0".join(map(str, params)).encode().split(b"\0")  # type: ignore[assignment]
     if len(values) != len(params):
         raise psycopg.DataError("PostgreSQL text parameters cannot contain NUL (0x00) bytes")
     if None in params:  # Payment's customer goes by id or by name, the other is NULL
