@@ -34,7 +34,10 @@ leaves background out, which is the upper bound on the driver's share.
 joined by ``+``, e.g. ``procedures=off+client=dbapi``): the stored-procedure path (one
 call per transaction, the default wherever it exists) against the statement path.
 Two engine settings can be varied too: ``multiplex=on|off`` (users sharing one thread
-per worker, tpsbench.api.multiplex, or a thread each) and ``workers=K``.
+per worker, tpsbench.api.multiplex, or a thread each) and ``workers=K``; and the
+transport: ``transport=tcp`` (the default: 127.0.0.1) or ``transport=socket`` (the
+servers' Unix sockets, as pgbench and the MySQL clients connect to ``localhost``; the
+kernel's loopback TCP path is a third of the driver's CPU, bench/results/engine_tpcc.txt).
 
 Also checks, before the runs, that psycopg really runs the TPC-C statements as
 prepared statements (pg_prepared_statements of a session after 300 transactions).
@@ -60,6 +63,11 @@ DB = "tpsb_eng_tpcc"
 URLS = {
     "postgresql": f"postgresql://postgres@127.0.0.1:5432/{DB}",
     "mariadb": f"mysql://root@127.0.0.1:3306/{DB}",
+}
+#: the same databases through the servers' Unix sockets (variant option transport=socket)
+SOCKET_URLS = {
+    "postgresql": f"postgresql://postgres@/{DB}?host=/var/run/postgresql",
+    "mariadb": f"mysql://root@localhost/{DB}?unix_socket=/run/mysqld/mysqld.sock",
 }
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -412,7 +420,7 @@ class Result:
 
 def run_one(server: str, users: int, rampup: float, duration: float, options: dict[str, str] | None = None,
             db: str = DB, scale: int = 2, every: float = SAMPLE_S, memory_every: int = 0,
-            workers: int | None = None, fresh: bool = True, multiplex: bool = True,
+            workers: int | None = None, fresh: bool = True, multiplex: bool = True, socket: bool = False,
             ) -> tuple[Result, RunRecord, Monitor]:
     """One step through :func:`tpsbench.api.runner.run`, watched by a :class:`Monitor`; the
     result of its steady window.
@@ -423,11 +431,12 @@ def run_one(server: str, users: int, rampup: float, duration: float, options: di
     to thousands of pages) and their statistics stale, which turns the planner's
     Stock-Level plan from 1 ms to 0.1-1 s: a database worn by earlier runs measures
     itself, not the driver. Without ``fresh`` the database is built only when missing.
+    ``socket``: the driver connects through the server's Unix socket, not TCP.
     """
     from tpsbench.api.build import build
     from tpsbench.targets import open_target
 
-    url = URLS[server].replace(DB, db)
+    url = (SOCKET_URLS if socket else URLS)[server].replace(DB, db)
     if fresh:
         build("tpcc", scale, url, seed=0, drop_existing=True, show_progress=False)
         if server == "postgresql":  # the load's dirty pages are the build's to write, not the run's
@@ -501,7 +510,8 @@ def main(argv: list[str] | None = None) -> None:
         for _ in range(args.repeat):
             for variant in args.variants.split(","):
                 options = dict(item.split("=", 1) for item in variant.split("+"))
-                engine = {"multiplex": options.pop("multiplex", "on") == "on"}
+                engine: dict[str, Any] = {"multiplex": options.pop("multiplex", "on") == "on",
+                                          "socket": options.pop("transport", "tcp") == "socket"}
                 if "workers" in options:
                     engine["workers"] = int(options.pop("workers"))
                 result, _, _ = run_one(server, args.users, args.rampup, args.duration, options, **engine)
