@@ -309,6 +309,6 @@ class BufferedRows:
         return rows
 
     #: no further result to step to: the fast cursors read every result themselves (a
-    #: CALL's status is drained before the next command); DB-API lets a cursor go
-    #: without nextset, and a call per result for nothing is saved
+    #: CALL's status is drained before the next command). DB-API lets a cursor go
+    #: without nextset; a method that only returned None cost a call per result.
     nextset = None

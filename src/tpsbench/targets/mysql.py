@@ -224,11 +224,12 @@ class MysqlclientCursor(MysqlclientSend, BufferedRows):
     rendered as literals (``%s`` markers, text protocol), ``query`` + ``store_result``,
     rows converted by the connection's converters (the same Python types as the
     cursor's) when first read (MysqlRows), ``rowcount`` from affected_rows and
-    ``lastrowid`` from insert_id (which carries LAST_INSERT_ID(expr)). The cursor's Python layers cost several times the
-    client CPU of this (shared/reference/driver-costs.md); most of all its
-    ``connection.literal``, about 1 us a value, against a fifth of that here for the
-    ints, strings and Decimals of the benchmarks (anything else still goes through
-    ``literal``). Errors are mysqlclient's own exceptions.
+    ``lastrowid`` from insert_id (which carries LAST_INSERT_ID(expr)). The cursor's
+    Python layers cost several times the client CPU of this
+    (shared/reference/driver-costs.md); most of all its ``connection.literal``, about 1
+    us a value, against a fifth of that here for the ints, strings and Decimals of the
+    benchmarks (anything else still goes through ``literal``). Errors are mysqlclient's
+    own exceptions.
     """
 
     description = None

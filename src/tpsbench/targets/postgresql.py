@@ -207,12 +207,13 @@ class LibpqCursor(LibpqSend, BufferedRows):
     layers above libpq (query conversion and its regex split of long statements, the
     prepared-statement LRU and the generator/wait machinery), which cost 3-5x the client
     CPU (shared/reference/driver-costs.md). Parameters go as text, rows come back as
-    text and are turned into the same Python types as psycopg's cursor gives, when
-    first read (PgRows), by psycopg's own (C) loaders, looked up once per prepared
-    statement (its rows have one shape): the lookup for every result cost 4 us of a transaction's client CPU
-    on a machine whose caches the database has just filled with its own. Transactions
-    are psycopg's: a BEGIN opens one before the first statement when the connection is
-    idle (as psycopg sends it), ``commit`` and ``rollback`` send COMMIT and ROLLBACK.
+    text and are turned into the same Python types as psycopg's cursor gives, when first
+    read (PgRows), by psycopg's own (C) loaders, looked up once per prepared statement
+    (its rows have one shape): the lookup for every result cost 4 us of a transaction's
+    client CPU on a machine whose caches the database has just filled with its own.
+    Transactions are psycopg's: a BEGIN opens one before the first statement when the
+    connection is idle (as psycopg sends it), ``commit`` and ``rollback`` send COMMIT
+    and ROLLBACK.
 
     psycopg's own statement preparation is switched off on the connection: its rollback
     sends DEALLOCATE ALL when it has prepared anything, which would drop these
