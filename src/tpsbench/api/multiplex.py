@@ -48,7 +48,7 @@ from tpsbench.targets.base import Target
 MAX_RETRIES = 10
 #: the longest the shared thread sleeps before it looks at new users and at the step's end
 TICK_S = 0.05
-#: transactions whose names and inputs a user draws at once (Multiplexer.draw_ahead)
+#: transactions a user draws at once, each begun and its first statement encoded (Multiplexer.draw_ahead)
 DRAW_AHEAD = 16
 
 
@@ -255,7 +255,7 @@ class Multiplexer:
         if slot.steps is None:
             self.attempt(slot)
             return
-        self.transmit(slot, slot.cur.send_encoded, slot.encoded)
+        self.transmit(slot, None)
 
     def attempt(self, slot: Hosted) -> None:
         """Start the transaction (again, on a retry) with the drawn inputs."""
@@ -274,13 +274,15 @@ class Multiplexer:
         except Exception as exc:  # noqa: BLE001 - sorted by the target
             self.failed(slot, exc)
             return
-        self.transmit(slot, slot.cur.send, *statement)
+        self.transmit(slot, statement)
 
-    def transmit(self, slot: Hosted, send: Callable[..., None], *args: Any) -> None:
-        """Send the statement at hand (``send(*args)``) and wait for its result; a failure
-        to send is the statement's error, handed to the transaction."""
+    def transmit(self, slot: Hosted, statement: Statement | None) -> None:
+        """Send the statement at hand, ``statement`` or with None the first one, encoded
+        ahead (draw_ahead), and wait for its result; a failure to encode or send it is the
+        statement's error, handed to the transaction."""
+        cur = slot.cur
         try:
-            send(*args)
+            cur.send_encoded(slot.encoded if statement is None else cur.encode(*statement))
             if not slot.armed:
                 self.poller.modify(slot.fd, select.EPOLLIN)
                 slot.armed = True

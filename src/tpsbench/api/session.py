@@ -61,11 +61,10 @@ class Session(ABC):
 
     #: The cursor that :meth:`transaction`'s statements run on, for a session that sends
     #: them one at a time in autocommit mode (BEGIN and COMMIT, where it has them, are
-    #: statements like the others). When it can send without waiting (``send``, ``encode``
-    #: and ``send_encoded``, ``fileno``, ``receive``: the targets' fast
-    #: cursors), the engine may run the user on a thread shared with other users that
-    #: waits on all their sockets at once (tpsbench.api.multiplex). None: the session has
-    #: execute() of its own.
+    #: statements like the others). When it can send without waiting (``encode`` and
+    #: ``send_encoded``, ``fileno``, ``receive``: the targets' fast cursors), the engine
+    #: may run the user on a thread shared with other users that waits on all their
+    #: sockets at once (tpsbench.api.multiplex). None: the session has execute() of its own.
     transaction_cursor: Any = None
 
     def transaction(self, name: str, inputs: object) -> Generator[Statement, None, bool]:

@@ -181,9 +181,10 @@ class MysqlclientSend:
     """Sent now, read later: how one thread waits on many users (tpsbench.api.multiplex).
 
     For a class on mysqlclient's C connection ``conn`` that renders a statement with
-    ``_query(sql, params)`` and reads a result with ``_take()``. ``send`` sends without
-    waiting for the answer (in autocommit mode, the only mode this is for, a statement or
-    CALL of its own); wait for ``fileno()`` to be readable, then ``receive()``.
+    ``_query(sql, params)`` and reads a result with ``_take()``. ``encode`` renders a
+    statement, ``send_encoded`` sends it without waiting for the answer (in autocommit
+    mode, the only mode this is for, a statement or CALL of its own); wait for
+    ``fileno()`` to be readable, then ``receive()``.
     """
 
     conn: Any
@@ -194,12 +195,9 @@ class MysqlclientSend:
     def _take(self) -> Any:
         raise NotImplementedError
 
-    def send(self, sql: str, params: Any = ()) -> None:
-        self.conn.send_query(self._query(sql, params))
-
     def encode(self, sql: str, params: Any = ()) -> bytes:
-        """``sql`` with ``params`` rendered, as ``send_encoded`` sends it (encoded ahead of
-        its turn by the shared thread, Multiplexer.draw_ahead)."""
+        """``sql`` with ``params`` rendered, as ``send_encoded`` sends it (a transaction's
+        first statement ahead of its turn, Multiplexer.draw_ahead)."""
         return self._query(sql, params)
 
     def send_encoded(self, encoded: bytes) -> None:

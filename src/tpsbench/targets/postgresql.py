@@ -130,10 +130,11 @@ class LibpqSend:
     in ``names`` (``prepared_names``), encodes SQL in ``encoding`` and reads a result with
     ``_take(res, name)`` (``name``: the prepared statement's, b"" for a simple query),
     which raises a failed one; statements are prepared here.
-    ``send`` sends a prepared statement (one without parameters as a simple query)
-    without waiting for its result; the connection is in autocommit mode (the only mode
-    this is for), so BEGIN and COMMIT are statements like the others. Then wait
-    for ``fileno()`` to be readable until ``receive()`` says it took the result.
+    ``encode`` turns a statement into what ``send_encoded`` sends without waiting for its
+    result: a prepared statement, one without parameters as a simple query. The
+    connection is in autocommit mode (the only mode this is for), so BEGIN and COMMIT are
+    statements like the others. Then wait for ``fileno()`` to be readable until
+    ``receive()`` says it took the result.
     """
 
     pgconn: Any
@@ -155,14 +156,11 @@ class LibpqSend:
         self.names[sql] = name
         return name
 
-    def send(self, sql: str, params: Any = ()) -> None:
-        self.send_encoded(self.encode(sql, params))
-
     def encode(self, sql: str, params: Any = ()) -> tuple[bytes, Any]:
         """``sql`` with ``params`` as ``send_encoded`` sends them: (the prepared statement's
         name, its text parameters), or (b"", the SQL) for a statement without parameters
-        (BEGIN, COMMIT: a simple query, one message). Encoded ahead of its turn by the
-        shared thread (Multiplexer.draw_ahead); prepares ``sql`` on first sight."""
+        (BEGIN, COMMIT: a simple query, one message). A transaction's first statement is
+        encoded ahead of its turn (Multiplexer.draw_ahead); prepares ``sql`` on first sight."""
         if params:
             return self.names.get(sql) or self._prepare(sql), text_params(params)
         return b"", sql.encode()
