@@ -241,10 +241,10 @@ def set_autocommit(conn: Any) -> None:
 class LazyRows(Sequence[tuple]):
     """A result's rows, read whole from the server, turned into Python values on first use.
 
-    Why: converting values costs the client more than reading them, and most results are
-    never looked at: sysbench's range selects (sysbench's own scripts discard them too),
-    or a TPC-C call whose answer the run needs only to count. Their bytes are in the
-    client's memory either way (libpq's result, mysqlclient's stored result); the row
+    Why: converting values costs the client more than reading them, and on the hot path
+    many results are never looked at: a TPC-C call whose answer the run needs only to
+    count (sysbench's statement runners drop their rows unread already,
+    tpsbench.workloads.sysbench.driver). Their bytes are in the client's memory either way (libpq's result, mysqlclient's stored result); the row
     count is known without converting anything. A target's subclass says how to convert
     (``_convert``), and must not depend on what the connection reads later.
     """
