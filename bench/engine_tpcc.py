@@ -510,8 +510,11 @@ def main(argv: list[str] | None = None) -> None:
         for _ in range(args.repeat):
             for variant in args.variants.split(","):
                 options = dict(item.split("=", 1) for item in variant.split("+"))
+                transport = options.pop("transport", "tcp")
+                if transport not in ("tcp", "socket"):
+                    raise SystemExit(f"engine_tpcc: transport={transport!r}: use tcp or socket")
                 engine: dict[str, Any] = {"multiplex": options.pop("multiplex", "on") == "on",
-                                          "socket": options.pop("transport", "tcp") == "socket"}
+                                          "socket": transport == "socket"}
                 if "workers" in options:
                     engine["workers"] = int(options.pop("workers"))
                 result, _, _ = run_one(server, args.users, args.rampup, args.duration, options, **engine)
