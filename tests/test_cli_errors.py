@@ -72,3 +72,17 @@ def test_procedures_on_sqlite_are_refused_before_the_run(tmp_path: Path) -> None
                       cwd=tmp_path)
     assert_one_line_error(result, "no stored procedures for sqlite", "--procedures off")
     assert not (tmp_path / "tpsbench-results.db").exists()
+
+
+def test_build_takes_sysbench_spelling_and_the_flags_beat_dash_o(tmp_path: Path) -> None:
+    """`build sysbench --tables N --table-size M`, as sysbench prepare takes them; a flag
+    given wins over the same option given with -o."""
+    db = f"sqlite:///{tmp_path / 'sb.db'}"
+    built = tpsbench("build", "sysbench", "--tables", "2", "--table-size", "300", "-o", "table_size=50",
+                     "--db", db, cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    assert "600 rows" in built.stdout, built.stdout
+    checked = tpsbench("check", "sysbench", "--db", db, cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert_one_line_error(tpsbench("build", "sysbench", "--tables", "2", "--rand-type", "normal", "--db", db,
+                                   cwd=tmp_path), "normal")

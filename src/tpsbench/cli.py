@@ -36,32 +36,62 @@ def cli() -> None:
     """
 
 
-@cli.command()
-@workload_argument
-@click.option("--scale", required=True, metavar="N|PRESET",
-              help="Size: warehouses for tpcc, tables for sysbench, or a preset name from scale_factors/ (e.g. bf3000).")
-@db_option
-@click.option("--workers", type=int, default=None, metavar="K",
-              help="Loader processes (default: one per core). The data does not depend on it.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed: the same seed builds the same data.")
-@click.option("--drop-existing", is_flag=True, help="Replace the workload's tables if they exist.")
-@click.option("-o", "--option", "options", multiple=True, metavar="NAME=VALUE",
-              help="A workload build option, repeatable: e.g. -o table_size=100000 for sysbench.")
-def build(workload: str, scale: str, url: str | None, workers: int | None, seed: int, drop_existing: bool,
-          options: tuple[str, ...]) -> None:
-    """Create and load WORKLOAD's database at a scale factor.
+BUILD_HELP = """Create and load the {name} database at a scale factor ({unit}).
 
-    Tables and primary keys first, then the data through the database's bulk path
-    (COPY, LOAD DATA, executemany) from parallel processes, then secondary indexes and
-    statistics. Existing tables are never touched without --drop-existing.
+Tables and primary keys first, then the data through the database's bulk path
+(COPY, LOAD DATA, executemany) from parallel processes, then secondary indexes and
+statistics. Existing tables are never touched without --drop-existing.
+"""
+
+
+def _make_build_command(cls: type) -> click.Command:
+    """``build <workload>``: the common options, ``--scale`` also under the workload's own
+    word for it (``--warehouses``, ``--tables``), and the workload's build options as flags
+    (sysbench's ``--table-size``), so that a sysbench user types what sysbench takes."""
+    name, unit = cls.name, cls.scale_unit
+
+    def command(scale: str, url: str | None, workers: int | None, seed: int, drop_existing: bool,
+                options: tuple[str, ...], **flags: str | None) -> None:
+        from tpsbench.api.build import build as run_build
+
+        chosen = parse_options(options)
+        chosen.update({key: value for key, value in flags.items() if value is not None})
+        result = run_build(name, parse_scale(name, scale), url, workers=workers, seed=seed,
+                           drop_existing=drop_existing, options=chosen)
+        total = sum(result.rows.values())
+        click.echo(f"built {result.workload} scale {result.scale} (seed {result.seed}): {total:,} rows "
+                   f"in {result.seconds:.1f} s with {result.workers} worker(s)")
+
+    for option in reversed(cls.build_options):
+        kind = click.Choice(option.choices) if option.choices else str
+        command = click.option(f"--{option.name.replace('_', '-')}", option.name, type=kind, default=None,
+                               help=f"{option.help} [default: {option.default}]")(command)
+    decorators = [
+        click.option("--scale", f"--{unit}", "scale", required=True, metavar="N|PRESET",
+                     help=f"Size: {unit}, or a preset name from scale_factors/{name}.toml (tpsbench presets {name})."),
+        db_option,
+        click.option("--workers", type=int, default=None, metavar="K",
+                     help="Loader processes (default: one per core). The data does not depend on it."),
+        click.option("--seed", type=int, default=0, show_default=True,
+                     help="Random seed: the same seed builds the same data."),
+        click.option("--drop-existing", is_flag=True, help="Replace the workload's tables if they exist."),
+        click.option("-o", "--option", "options", multiple=True, metavar="NAME=VALUE",
+                     help="A build option as NAME=VALUE, repeatable (the flags below say the same)."),
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return click.command(name=name, help=BUILD_HELP.format(name=name, unit=unit),
+                         short_help=f"Build {name} at a scale in {unit}.")(command)
+
+
+@cli.group(cls=cli_run.WorkloadGroup, make_command=_make_build_command)
+def build() -> None:
+    """Create and load WORKLOAD's database at a scale factor (tpsbench build WORKLOAD --help).
+
+    \b
+      tpsbench build tpcc --warehouses 10 --db postgresql://postgres@127.0.0.1/tpcc
+      tpsbench build sysbench --tables 10 --table-size 100000
     """
-    from tpsbench.api.build import build as run_build
-
-    result = run_build(workload, parse_scale(workload, scale), url, workers=workers, seed=seed,
-                       drop_existing=drop_existing, options=parse_options(options))
-    total = sum(result.rows.values())
-    click.echo(f"built {result.workload} scale {result.scale} (seed {result.seed}): {total:,} rows "
-               f"in {result.seconds:.1f} s with {result.workers} worker(s)")
 
 
 @cli.command()

@@ -92,8 +92,18 @@ def _make_run_command(name: str, options: tuple[Option, ...], doc: str) -> click
     return click.command(name=name, help=doc)(common_run_options(command))
 
 
-class RunGroup(click.Group):
-    """``run`` lists one subcommand per discovered workload."""
+def _make_run_command_for(cls: type) -> click.Command:
+    doc = (cls.__doc__ or f"Run the {cls.name} workload.").strip()
+    return _make_run_command(cls.name, cls.run_options, doc)
+
+
+class WorkloadGroup(click.Group):
+    """A command with one subcommand per discovered workload (``run``, ``build``), made
+    by ``make_command(workload class)`` so that each shows its workload's own options."""
+
+    def __init__(self, *args: Any, make_command: Callable[[type], click.Command], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.make_command = make_command
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(workload_classes())
@@ -101,12 +111,11 @@ class RunGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         cls = workload_classes().get(name.lower())
         if cls is None:
-            return None
-        doc = (cls.__doc__ or f"Run the {cls.name} workload.").strip()
-        return _make_run_command(cls.name, cls.run_options, doc)
+            raise click.UsageError(f"unknown workload {name!r}; known: {', '.join(sorted(workload_classes()))}")
+        return self.make_command(cls)
 
 
-@click.group(cls=RunGroup)
+@click.group(cls=WorkloadGroup, make_command=_make_run_command_for)
 def run() -> None:
     """Run WORKLOAD at stepped user loads and record every step in the results store.
 

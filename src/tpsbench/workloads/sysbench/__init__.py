@@ -56,7 +56,7 @@ CHUNK_ROWS = 50_000
 class SysbenchWorkload(Workload, RunnableWorkload):
     """Run one sysbench 1.0 OLTP script (--mode) on tables sbtest1..N.
 
-    The tables come from `tpsbench build sysbench --scale N` or from `sysbench
+    The tables come from `tpsbench build sysbench --tables N` or from `sysbench
     oltp_read_write prepare` itself; the options are sysbench's, with its defaults.
     """
 
