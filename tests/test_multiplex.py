@@ -131,13 +131,14 @@ def test_the_shared_thread_draws_ahead_the_same_transactions_one_at_a_time_would
     sent: list[tuple[str, object]] = []
     hosting = Hosting(server, 1)
     session = hosting.sessions[0]
-    run = session.transaction
+    assert session.one_statement  # TPC-C's procedure calls: drawn as call(), no generator
+    run = session.call
 
     def recorded(name: str, inputs: object) -> Any:
         sent.append((name, inputs))
         return run(name, inputs)
 
-    session.transaction = recorded  # type: ignore[method-assign]  # before the shared thread starts
+    session.call = recorded  # type: ignore[method-assign]  # before the shared thread starts
     with hosting:
         time.sleep(1.0)
         hosting.finish()

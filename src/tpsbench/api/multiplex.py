@@ -95,10 +95,13 @@ class Hosted:
         self.name = ""
         self.inputs: object = None
         #: the next transactions, drawn DRAW_AHEAD at a time (draw_ahead): name, inputs, the
-        #: transaction begun and its first statement encoded (None, None: begin it in turn)
+        #: transaction begun (None for a one-statement session) and its first statement
+        #: encoded (None: begin it in turn)
         self.ahead: deque[tuple[str, object, Generator[Statement, None, bool] | None, Any]] = deque()
         #: the transaction at hand (Session.transaction), resumed statement by statement;
-        #: before begin(), as drawn ahead, with its first statement ``encoded``
+        #: before begin(), as drawn ahead, with its first statement ``encoded``. None for
+        #: a session whose transactions are one statement each (Session.one_statement):
+        #: its call() and answered() take the generator's place
         self.steps: Generator[Statement, None, bool] | None = None
         self.encoded: Any = None
         self.retries = 0
@@ -123,6 +126,9 @@ class Multiplexer:
         self.order = itertools.count()
         #: set when the worker stops waiting for answers still out (a server that hangs)
         self.abandon = False
+        #: ``stop`` as the shared thread last saw it (once per wake-up: an attribute is read
+        #: per transaction for a fraction of what ``stop.is_set()`` costs)
+        self.stopping = False
         #: what ended the shared thread early (a session's bug), told to every user it hosted
         self.failure: str | None = None
         self.thread = threading.Thread(target=self.serve, name="multiplexer", daemon=True)
@@ -157,12 +163,13 @@ class Multiplexer:
 
     # -- the shared thread ------------------------------------------------------------
     def serve(self) -> None:
-        poll, in_flight, timers = self.poller.poll, self.in_flight, self.timers
+        poll, in_flight, timers, stop = self.poller.poll, self.in_flight, self.timers, self.stop.is_set
         try:
             while True:
                 while self.inbox:
                     self.admit(self.inbox.popleft())
-                if self.stop.is_set():
+                if stop():
+                    self.stopping = True
                     for _, _, slot, _ in timers:  # waiting for a keying or think time
                         self.release(slot)
                     timers.clear()
@@ -192,7 +199,7 @@ class Multiplexer:
             self.poller.close()
 
     def admit(self, slot: Hosted) -> None:
-        if self.stop.is_set():
+        if self.stopping:
             slot.done.set()
             return
         try:
@@ -208,7 +215,7 @@ class Multiplexer:
         self.next_transaction(slot)
 
     def next_transaction(self, slot: Hosted) -> None:
-        if self.stop.is_set():
+        if self.stopping:
             self.release(slot)
             return
         if not slot.ahead:
@@ -237,14 +244,16 @@ class Multiplexer:
         belongs to this hosting: after a reconnect (new connection, new statements) the
         user is hosted again with a new one."""
         session, ahead, encode = slot.session, slot.ahead, slot.cur.encode
+        one = session.one_statement
         for _ in range(DRAW_AHEAD):
             name = session.next_transaction()
             inputs = session.inputs(name)
-            steps = session.transaction(name, inputs)
+            steps = None if one else session.transaction(name, inputs)
             try:
-                ahead.append((name, inputs, steps, encode(*next(steps))))
+                ahead.append((name, inputs, steps, encode(*(session.call(name, inputs) if one else next(steps)))))
             except Exception:  # noqa: BLE001 - begun again in its turn, where it counts
-                steps.close()
+                if steps is not None:
+                    steps.close()
                 ahead.append((name, inputs, None, None))
 
     def begin(self, slot: Hosted) -> None:
@@ -252,29 +261,46 @@ class Multiplexer:
         its first attempt; the clock starts here."""
         slot.retries = 0
         slot.t0 = time.perf_counter_ns()
-        if slot.steps is None:
+        if slot.encoded is None:
             self.attempt(slot)
             return
         self.transmit(slot, None)
 
     def attempt(self, slot: Hosted) -> None:
         """Start the transaction (again, on a retry) with the drawn inputs."""
-        slot.steps = slot.session.transaction(slot.name, slot.inputs)
+        session = slot.session
+        if session.one_statement:
+            slot.steps = None
+            try:
+                statement = session.call(slot.name, slot.inputs)
+            except Exception as exc:  # noqa: BLE001 - sorted by the target
+                self.failed(slot, exc)
+                return
+            self.transmit(slot, statement)
+            return
+        slot.steps = session.transaction(slot.name, slot.inputs)
         self.advance(slot, None)
 
     def advance(self, slot: Hosted, error: Exception | None) -> None:
         """Resume the transaction with its last statement's result (or error): send its
-        next statement, or record it when it has ended."""
+        next statement, or record it when it has ended. A one-statement session's
+        transaction has ended: its answered() reads the result or judges the error."""
+        steps, statement = slot.steps, None
         try:
-            statement = slot.steps.send(None) if error is None else slot.steps.throw(error)
+            if steps is None:
+                committed = slot.session.answered(slot.name, slot.inputs, error)
+            else:
+                statement = steps.send(None) if error is None else steps.throw(error)
         except StopIteration as done:
-            self.rec.record(slot.name, (time.perf_counter_ns() - slot.t0) // 1000, bool(done.value))
-            self.after_transaction(slot)
-            return
+            committed = bool(done.value)
         except Exception as exc:  # noqa: BLE001 - sorted by the target
             self.failed(slot, exc)
             return
-        self.transmit(slot, statement)
+        if statement is not None:
+            self.transmit(slot, statement)
+            return
+        self.rec.record(slot.name, (time.perf_counter_ns() - slot.t0) // 1000, committed)
+        self.after_transaction(slot)
 
     def transmit(self, slot: Hosted, statement: Statement | None) -> None:
         """Send the statement at hand, ``statement`` or with None the first one, encoded

@@ -67,13 +67,37 @@ class Session(ABC):
     #: sockets at once (tpsbench.api.multiplex). None: the session has execute() of its own.
     transaction_cursor: Any = None
 
+    #: True when every transaction of the session is one statement in autocommit
+    #: (TPC-C's stored-procedure calls, sysbench's point select): it then provides
+    #: :meth:`call` and :meth:`answered`, and the engine's shared thread runs them without
+    #: a generator per transaction (which cost it more than the rest of such a
+    #: transaction's bookkeeping, bench/results/client_callgrind.txt).
+    one_statement: bool = False
+
+    def call(self, name: str, inputs: object) -> Statement:
+        """The one statement that is all of ``name`` (sessions with ``one_statement``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no one-statement transactions")
+
+    def answered(self, name: str, inputs: object, error: Exception | None) -> bool:
+        """After :meth:`call`'s statement: read its result from ``transaction_cursor``
+        (``error`` None) or judge its ``error``. True: committed; False: an expected
+        rollback (the server has undone it); a failure is raised as it is."""
+        raise NotImplementedError(f"{type(self).__name__} has no one-statement transactions")
+
     def transaction(self, name: str, inputs: object) -> Generator[Statement, None, bool]:
         """One attempt of ``name``, statement by statement: each ``yield`` hands out a
         (SQL, parameters) pair to run on ``transaction_cursor``, and resumes once its
         result is there to read, or with its error raised at the ``yield`` (roll back by
         yielding ROLLBACK, then raise). Returns True when committed, False for an
-        expected rollback; failures are raised as they are."""
-        raise NotImplementedError(f"{type(self).__name__} runs its transactions through execute() only")
+        expected rollback; failures are raised as they are. The default serves
+        ``one_statement`` sessions: :meth:`call`, then :meth:`answered`."""
+        if not self.one_statement:
+            raise NotImplementedError(f"{type(self).__name__} runs its transactions through execute() only")
+        try:
+            yield self.call(name, inputs)
+        except Exception as exc:  # noqa: BLE001 - answered() judges it
+            return self.answered(name, inputs, exc)
+        return self.answered(name, inputs, None)
 
     def execute(self, name: str, inputs: object) -> bool:
         """Run and commit ``name``; False for an expected rollback (TPC-C's 1% New-Order).

@@ -72,6 +72,11 @@ class SysbenchSession(Session):
         self.commit: Statement = (self.sql.commit, ())
         self.rollback: Statement = (self.sql.rollback, ())
         self.steps = self._steps()
+        groups = self.plan.groups
+        #: the modes of one statement per transaction (point select, the single updates,
+        #: insert, delete, the random selects): run without a generator (Session.one_statement)
+        self.one_statement = (not self.plan.transactional and len(groups) == 1 and groups[0][1] == 1
+                              and groups[0][0] != "delete_inserts")
         self.rebind(conn)
 
     @property
@@ -188,6 +193,19 @@ class SysbenchSession(Session):
                 return False
             raise
         return True
+
+    def call(self, name: str, inputs: object) -> Statement:
+        return inputs[0]  # type: ignore[index,no-any-return]
+
+    def answered(self, name: str, inputs: object, error: Exception | None) -> bool:
+        """The statement counted by its kind once it has run; False for a duplicate key,
+        as :meth:`transaction` does."""
+        if error is None:
+            self.totals[self.runner.kind] += 1  # type: ignore[union-attr]
+            return True
+        if self._is_duplicate(error):
+            return False
+        raise error
 
     # -- helpers ------------------------------------------------------------------------
     def _slice(self) -> tuple[int, int]:

@@ -34,7 +34,7 @@ use their cursor (sqlite3 caches its compiled statements by text already).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tpsbench.api.session import RunContext, Session, Statement
@@ -121,7 +121,7 @@ class TpccSession(Session):
         self.deck = Deck(self.draw.gen)
         self.stmts = statements(target.dialect, target.placeholder())
         #: one stored-procedure call per transaction, in autocommit (procedures.py)
-        self.procedures = uses_procedures(ctx.options, self.stmts)
+        self.procedures = self.one_statement = uses_procedures(ctx.options, self.stmts)
         #: whether a New-Order call's answer must be looked at for its rollback
         self.answers_rollback = procedures.answers_rollback(self.stmts)
         #: the last committed transaction's output (last_output), and a call's answer
@@ -159,18 +159,20 @@ class TpccSession(Session):
         self._note(name, output)
         return True
 
-    def transaction(self, name: str, inputs: object) -> Generator[Statement, None, bool]:
-        """With procedures: the one call that is the whole transaction, in autocommit (the
-        server or the procedure has rolled back whatever failed; procedures.failed)."""
-        request, answer = procedures.CALLS[name]
-        try:
-            yield request(self.stmts, inputs)
-        except Exception as exc:  # noqa: BLE001 - failed() returns on the expected rollback, raises the rest
-            procedures.failed(name, exc)
+    def call(self, name: str, inputs: object) -> Statement:
+        """With procedures: the one call that is the whole transaction, in autocommit."""
+        return procedures.CALLS[name][0](self.stmts, inputs)
+
+    def answered(self, name: str, inputs: object, error: Exception | None) -> bool:
+        """The call's answer, or its error: the server or the procedure has rolled back
+        whatever failed, and New-Order's expected rollback is no failure (procedures.failed)."""
+        if error is not None:
+            procedures.failed(name, error)
             return False
         rows = procedures.result(self.cur, name)
         if name == "new_order" and self.answers_rollback and rows[0][0] is None:
             return False  # MySQL's procedure rolled the unused item back itself
+        answer = procedures.CALLS[name][1]
         if name == "delivery":  # its districts are counted
             self._note(name, answer(rows, inputs))
         else:  # decoded when read: the run only counts it (procedures.result)
