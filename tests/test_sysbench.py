@@ -563,7 +563,7 @@ def test_engine_qps_split_matches_postgresql_counters(sb_pg: str, multiplex: boo
     counters = PgCounters(sb_pg)
     steps = [engine.Step(users=2, duration_s=1.0, rampup_s=0.3, interval_s=0.5, multiplex=multiplex),
              engine.Step(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5, multiplex=multiplex)]
-    for mode in ("oltp_read_only", "oltp_write_only"):
+    for mode in ("oltp_point_select", "oltp_read_only", "oltp_write_only"):  # the first: one statement a transaction
         wl, ctx = configured(url, mode, {"rand_type": "uniform"}, seed=11)
         before = counters.settled()
         outcome = engine.run_steps(ctx, wl, steps, workers=2, live=None)
@@ -574,7 +574,9 @@ def test_engine_qps_split_matches_postgresql_counters(sb_pg: str, multiplex: boo
         rollbacks = sum(t.total("rollbacks") for t in totals)
         delta = {k: v - before[k] for k, v in counters.settled(before["commits"] + commits).items()}
         assert commits > 0 and all(s.summary.qps["total"] > 0 for s in outcome.steps)
-        if mode == "oltp_read_only":
+        if mode == "oltp_point_select":
+            assert got == {"read": delta["scans"], "write": 0, "other": 0} == {"read": commits, "write": 0, "other": 0}
+        elif mode == "oltp_read_only":
             assert got == {"read": delta["scans"], "write": 0, "other": 2 * commits} == \
                 {"read": 14 * commits, "write": 0, "other": 2 * commits}
         else:
