@@ -13,6 +13,7 @@ import click
 from rich.table import Table
 
 from tpsbench import __version__, cli_run
+from tpsbench.api.workload import Workload
 from tpsbench.config import estimate_size, parse_options, parse_scale, scale_factors
 from tpsbench.errors import CheckFailed, TpsbenchError
 from tpsbench.progress import make_console
@@ -44,7 +45,7 @@ statistics. Existing tables are never touched without --drop-existing.
 """
 
 
-def _make_build_command(cls: type) -> click.Command:
+def _make_build_command(cls: type[Workload]) -> click.Command:
     """``build <workload>``: the common options, ``--scale`` also under the workload's own
     word for it (``--warehouses``, ``--tables``), and the workload's build options as flags
     (sysbench's ``--table-size``), so that a sysbench user types what sysbench takes."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from tpsbench.api.workload import Option
+from tpsbench.api.workload import Option, Workload
 from tpsbench.config import parse_duration, parse_scale, parse_users
 from tpsbench.progress import make_console
 from tpsbench.workloads import workload_classes
@@ -92,7 +92,7 @@ def _make_run_command(name: str, options: tuple[Option, ...], doc: str) -> click
     return click.command(name=name, help=doc)(common_run_options(command))
 
 
-def _make_run_command_for(cls: type) -> click.Command:
+def _make_run_command_for(cls: type[Workload]) -> click.Command:
     doc = (cls.__doc__ or f"Run the {cls.name} workload.").strip()
     return _make_run_command(cls.name, cls.run_options, doc)
 
@@ -101,7 +101,7 @@ class WorkloadGroup(click.Group):
     """A command with one subcommand per discovered workload (``run``, ``build``), made
     by ``make_command(workload class)`` so that each shows its workload's own options."""
 
-    def __init__(self, *args: Any, make_command: Callable[[type], click.Command], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, make_command: Callable[[type[Workload]], click.Command], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.make_command = make_command
 

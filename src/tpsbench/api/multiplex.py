@@ -250,7 +250,8 @@ class Multiplexer:
             inputs = session.inputs(name)
             steps = None if one else session.transaction(name, inputs)
             try:
-                ahead.append((name, inputs, steps, encode(*(session.call(name, inputs) if one else next(steps)))))
+                statement = session.call(name, inputs) if steps is None else next(steps)
+                ahead.append((name, inputs, steps, encode(*statement)))
             except Exception:  # noqa: BLE001 - begun again in its turn, where it counts
                 if steps is not None:
                     steps.close()
