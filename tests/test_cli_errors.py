@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,15 @@ def test_build_takes_sysbench_spelling_and_the_flags_beat_dash_o(tmp_path: Path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert_one_line_error(tpsbench("build", "sysbench", "--tables", "2", "--rand-type", "normal", "--db", db,
                                    cwd=tmp_path), "normal")
+
+
+def test_ctrl_c_while_the_cli_loads_is_one_line(tmp_path: Path) -> None:
+    """Ctrl-C in the first fraction of a second, while click, rich and SQLAlchemy load."""
+    env = {k: v for k, v in os.environ.items() if k != "TPSBENCH_DB"}
+    proc = subprocess.Popen([sys.executable, "-m", "tpsbench", "build", "tpcc", "--scale", "1"], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.25)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "Traceback" not in err and err.rstrip().endswith("tpsbench: interrupted")
