@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -94,7 +95,8 @@ def test_ctrl_c_while_the_cli_loads_is_one_line(tmp_path: Path) -> None:
     """Ctrl-C in the first fraction of a second, while click, rich and SQLAlchemy load."""
     env = {k: v for k, v in os.environ.items() if k != "TPSBENCH_DB"}
     proc = subprocess.Popen([sys.executable, "-m", "tpsbench", "build", "tpcc", "--scale", "1"], cwd=tmp_path,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL))  # see test_build
     time.sleep(0.25)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
