@@ -296,15 +296,14 @@ class Monitor:
         return out
 
     def _started(self, key: tuple) -> float:
-        for s in self.samples:
-            if key in s.started:
-                return s.started[key]
-        return 0.0
+        return self._first(key, "started")
 
-    def _first(self, key: tuple) -> float:
+    def _first(self, key: tuple, field: str = "cpu") -> float:
+        """``key``'s value in the first sample that saw it (its ticks, or its start time)."""
         for s in self.samples:
-            if key in s.cpu:
-                return s.cpu[key]
+            values = getattr(s, field)
+            if key in values:
+                return values[key]
         return 0.0
 
     def _last(self, key: tuple, i: int) -> float:

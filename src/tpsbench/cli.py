@@ -64,9 +64,7 @@ def _make_build_command(cls: type[Workload]) -> click.Command:
                    f"in {result.seconds:.1f} s with {result.workers} worker(s)")
 
     for option in reversed(cls.build_options):
-        kind = click.Choice(option.choices) if option.choices else str
-        command = click.option(f"--{option.name.replace('_', '-')}", option.name, type=kind, default=None,
-                               help=f"{option.help} [default: {option.default}]")(command)
+        command = cli_run.workload_option(option, unset=True)(command)
     decorators = [
         click.option("--scale", f"--{unit}", "scale", required=True, metavar="N|PRESET",
                      help=f"Size: {unit}, or a preset name from scale_factors/{name}.toml (tpsbench presets {name})."),

@@ -58,8 +58,13 @@ def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def _workload_option(option: Option) -> Callable[..., Any]:
+def workload_option(option: Option, unset: bool = False) -> Callable[..., Any]:
+    """``--NAME`` for a workload's declared option. ``unset``: the flag is None unless
+    given (build lets ``-o NAME=VALUE`` stand then), its help naming the default."""
     kind = click.Choice(option.choices) if option.choices else str
+    if unset:
+        return click.option(f"--{option.name.replace('_', '-')}", option.name, type=kind, default=None,
+                            help=f"{option.help} [default: {option.default}]")
     return click.option(f"--{option.name.replace('_', '-')}", option.name, type=kind, default=option.default,
                         show_default=True, help=option.help)
 
@@ -88,7 +93,7 @@ def _make_run_command(name: str, options: tuple[Option, ...], doc: str) -> click
             raise SystemExit(1)
 
     for option in reversed(options):
-        command = _workload_option(option)(command)
+        command = workload_option(option)(command)
     return click.command(name=name, help=doc)(common_run_options(command))
 
 

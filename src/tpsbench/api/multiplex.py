@@ -270,8 +270,7 @@ class Multiplexer:
     def attempt(self, slot: Hosted) -> None:
         """Start the transaction (again, on a retry) with the drawn inputs."""
         session = slot.session
-        if session.one_statement:
-            slot.steps = None
+        if session.one_statement:  # slot.steps is None throughout
             try:
                 statement = session.call(slot.name, slot.inputs)
             except Exception as exc:  # noqa: BLE001 - sorted by the target

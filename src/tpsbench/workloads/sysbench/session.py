@@ -31,6 +31,7 @@ from tpsbench.workloads.sysbench.modes import (
     SysbenchOptions,
     mode_plan,
     parse_options,
+    statement_mix,
 )
 from tpsbench.workloads.sysbench.rand import SbRand
 
@@ -72,11 +73,9 @@ class SysbenchSession(Session):
         self.commit: Statement = (self.sql.commit, ())
         self.rollback: Statement = (self.sql.rollback, ())
         self.steps = self._steps()
-        groups = self.plan.groups
         #: the modes of one statement per transaction (point select, the single updates,
         #: insert, delete, the random selects): run without a generator (Session.one_statement)
-        self.one_statement = (not self.plan.transactional and len(groups) == 1 and groups[0][1] == 1
-                              and groups[0][0] != "delete_inserts")
+        self.one_statement = sum(statement_mix(opts).values()) == 1
         self.rebind(conn)
 
     @property
