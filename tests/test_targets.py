@@ -222,6 +222,9 @@ def test_libpq_parameters_round_trip(pg_url: str) -> None:
                        (-7, "x,y", "None", Decimal("-0.01"), 0, "", "{1,2}")]:
             cur.execute(sql, params)
             assert cur.fetchone() == params
+        for params in [(None,), ("None",), ("",)]:  # one parameter takes a path of its own
+            cur.execute("SELECT %s::text", params)
+            assert cur.fetchone() == params
         with pytest.raises(psycopg.DataError):
             cur.execute("SELECT %s::text", ("a\0b",))
     finally:

@@ -382,11 +382,13 @@ def text_params(params: Any) -> list[bytes | None] | None:
         values = "\0".join(map(str, params)).encode().split(b"\0")  # type: ignore[assignment]
     if len(values) != len(params):
         raise psycopg.DataError("PostgreSQL text parameters cannot contain NUL (0x00) bytes")
-    if None in params:  # Payment's customer goes by id or by name, the other is NULL
-        at = -1
-        for _ in range(params.count(None)):
-            at = params.index(None, at + 1)
-            values[at] = None
+    # NULL (Payment's customer goes by id or by name, the other is NULL): str(None) is
+    # "None", so only a list holding that text can have one. Comparing bytes with bytes
+    # is quick; ``None in params`` compared every int with None the slow way
+    if b"None" in values:
+        for at, value in enumerate(params):
+            if value is None:
+                values[at] = None
     return values
 
 
