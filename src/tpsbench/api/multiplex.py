@@ -32,9 +32,11 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import os
 import select
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any
@@ -46,8 +48,8 @@ from tpsbench.targets.base import Target
 
 #: attempts of one transaction after the first on a retryable error (deadlock, serialization)
 MAX_RETRIES = 10
-#: the longest the shared thread sleeps before it looks at new users and at the step's end
-TICK_S = 0.05
+#: how long join() waits for the shared thread to end once it has given up on answers still out
+GIVE_UP_WAIT_S = 0.2
 #: transactions a user draws at once, each begun and its first statement encoded (Multiplexer.draw_ahead)
 DRAW_AHEAD = 16
 
@@ -118,6 +120,14 @@ class Multiplexer:
         self.think = think
         self.inbox: deque[Hosted] = deque()
         self.poller = select.epoll()
+        #: rung (wake) for a user to admit, the step's end or giving up: the shared thread
+        #: then sleeps with no timeout while no keying or think time is due. A timeout on
+        #: every sleep armed a kernel timer per wake-up, and a wake-up comes with most
+        #: transactions. Closed with the object only: a hosting thread that rings late must
+        #: never write into a file descriptor the number was reused for
+        self.bell = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        weakref.finalize(self, os.close, self.bell)
+        self.poller.register(self.bell, select.EPOLLIN)
         #: users by socket: all of them, and those waiting for a result
         self.hosted: dict[int, Hosted] = {}
         self.in_flight: dict[int, Hosted] = {}
@@ -144,7 +154,14 @@ class Multiplexer:
         (their users' threads have been given up on by then too) and ends."""
         self.thread.join(timeout)
         self.abandon = True
-        self.thread.join(TICK_S * 4)
+        self.wake()
+        self.thread.join(GIVE_UP_WAIT_S)
+
+    def wake(self) -> None:
+        """Have the shared thread look at its inbox and at ``stop`` now (call after setting
+        ``stop``; a hosting thread rings within a second anyway when it sees ``stop`` set)."""
+        with contextlib.suppress(OSError):  # the counter is full: it is rung already
+            os.eventfd_write(self.bell, 1)
 
     def host(self, session: Session) -> str | None:
         """Run ``session``'s transactions on the shared thread until the step ends (None)
@@ -152,18 +169,20 @@ class Multiplexer:
         reconnect is counted already; the caller reconnects and hosts the user again)."""
         slot = Hosted(session)
         self.inbox.append(slot)
+        self.wake()
         # a waiting thread that woke often would take the GIL from the shared thread as
         # often: it wakes once a second only, for the case where the shared thread ended
-        # before it saw this user (the step is over)
+        # before it saw this user (the step is over), or was not woken at the stop
         while not slot.done.wait(1.0) and self.thread.is_alive():
-            pass
+            if self.stop.is_set():
+                self.wake()
         if self.failure is not None:
             raise RuntimeError(f"the shared thread ended: {self.failure}")
         return slot.name if slot.lost is not None else None
 
     # -- the shared thread ------------------------------------------------------------
     def serve(self) -> None:
-        poll, in_flight, timers, stop = self.poller.poll, self.in_flight, self.timers, self.stop.is_set
+        poll, in_flight, timers, stop, bell = self.poller.poll, self.in_flight, self.timers, self.stop.is_set, self.bell
         try:
             while True:
                 while self.inbox:
@@ -175,13 +194,13 @@ class Multiplexer:
                     timers.clear()
                     if not in_flight or self.abandon:
                         break
-                timeout = TICK_S
-                if timers:
-                    timeout = min(max(timers[0][0] - time.monotonic(), 0.0), TICK_S)
+                timeout = max(timers[0][0] - time.monotonic(), 0.0) if timers else -1.0
                 for fd, _ in poll(timeout):
                     slot = in_flight.pop(fd, None)
                     if slot is not None:
                         self.complete(slot)
+                    elif fd == bell:
+                        os.eventfd_read(bell)
                     else:
                         self.quiet(fd)
                 if timers:

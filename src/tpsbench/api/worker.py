@@ -337,6 +337,8 @@ class Worker:
             number = len(bounds)
         cut = time.monotonic()
         stop.set()
+        if mux is not None:
+            mux.wake()
         deadline = cut + (1.0 if self.stopped else STOP_GRACE_S)
         for uid in plan.users:
             user = self.users[uid]
