@@ -258,3 +258,18 @@ def test_engine_step_survives_every_backend_killed_with_users_on_the_shared_thre
     assert result.intervals[-2].total("commits") > 0  # working again after the reconnects
     expected = expected_evidence(commits(total))
     assert all(0 <= after[k] - before[k] - expected[k] <= 6 for k in expected), (before, after, expected)
+
+
+def test_the_shared_thread_sleeps_until_rung_and_ends_at_once_when_stopped() -> None:
+    """With no timer due it sleeps without a timeout: the stop is heard through wake(),
+    not by polling, and a thread that never hosted anyone still ends at once."""
+    stop = threading.Event()
+    mux = Multiplexer(None, IntervalRecorder(TRANSACTIONS), stop, think=False)  # type: ignore[arg-type]
+    mux.start()
+    time.sleep(0.3)
+    assert mux.thread.is_alive()  # nothing to do, nothing due: still asleep
+    stop.set()
+    started = time.monotonic()
+    mux.wake()
+    mux.thread.join(2.0)
+    assert not mux.thread.is_alive() and time.monotonic() - started < 1.0
