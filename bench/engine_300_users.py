@@ -28,7 +28,6 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,7 @@ import psycopg
 from engine_tpcc import describe, run_one, steady_window
 
 from tpsbench.api import runner
-from tpsbench.api.session import RunContext, Session, Statement
+from tpsbench.api.session import RunContext, Session
 from tpsbench.targets.base import Target
 from tpsbench.workloads.tpcc import TpccWorkload
 from tpsbench.workloads.tpcc.session import TpccSession
@@ -52,10 +51,12 @@ class CountingSession(TpccSession):
         super().__init__(ctx, user_id, users, conn, target)
         self.counts = counts
 
-    def transaction(self, name: str, inputs: object) -> Generator[Statement, None, bool]:
-        """The stored-procedure path (this benchmark's, the default), on the user's own
-        thread or the worker's shared one alike."""
-        committed = yield from super().transaction(name, inputs)
+    def answered(self, name: str, inputs: object, error: Exception | None) -> bool:
+        """The stored-procedure path (this benchmark's, the default): every transaction
+        ends here, on the user's own thread or the worker's shared one alike (counting in
+        transaction() missed the shared thread, which calls answered() itself since
+        ee4bcf6; the run before this fix showed 0 commits for every user)."""
+        committed = super().answered(name, inputs, error)
         if committed:
             self.counts[self.user_id] += 1  # one writer per slot: whichever thread runs the user
         return committed
