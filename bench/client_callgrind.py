@@ -11,7 +11,7 @@ misses, bench/results/engine_tpcc.txt), but they are where a change shows first.
 
 A target is ``SERVER:WORKLOAD:OPTIONS:N1:N2``; OPTIONS are run options joined by ``+``
 (``mode=oltp_point_select``, ``procedures=on``), ``-`` for none. ``--path mux`` runs the
-user on a worker's shared thread (tpsbench.api.multiplex, the default path of both
+user on a worker's shared thread (tpsbench.engine.multiplex, the default path of both
 workloads' fast sessions); ``--path thread`` on a thread of its own (VirtualUser.hot_loop).
 
     python bench/client_callgrind.py --rev base=HEAD --rev new=work \\
@@ -47,10 +47,10 @@ URLS = {
 #: its connection are kept from the warm-up to the measured run, as the engine keeps them
 LOOP = r"""
 import sys, threading
-from tpsbench.api.metrics import IntervalRecorder
-from tpsbench.api.multiplex import Multiplexer
-from tpsbench.api.session import RunContext
-from tpsbench.api.worker import VirtualUser
+from tpsbench.measure.recorder import IntervalRecorder
+from tpsbench.engine.multiplex import Multiplexer
+from tpsbench.core.session import RunContext
+from tpsbench.engine.worker import VirtualUser
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
 

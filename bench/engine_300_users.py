@@ -3,7 +3,7 @@
 One step of 300 users (think off, warehouses=home: user u works on warehouse u % W + 1,
 so the users spread evenly over the W warehouses) on a ``tpsb_eng_300`` database of W
 warehouses (default 10, 30 users per warehouse; built when missing), 30 s ramp-up and
-60 s steady state through :func:`tpsbench.api.runner.run`. Checked and printed:
+60 s steady state through :func:`tpsbench.commands.run.run`. Checked and printed:
 
 - the server's view: the client backends of the database, counted from /proc every
   0.5 s by bench/engine_tpcc.py's monitor; every sample inside the steady window must
@@ -35,8 +35,8 @@ import psycopg
 from engine_tpcc import describe, run_one, steady_window
 
 from tpsbench.api import runner
-from tpsbench.api.session import RunContext, Session
-from tpsbench.targets.base import Target
+from tpsbench.core.session import RunContext, Session
+from tpsbench.core.target import Target
 from tpsbench.workloads.tpcc import TpccWorkload
 from tpsbench.workloads.tpcc.session import TpccSession
 

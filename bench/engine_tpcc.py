@@ -2,7 +2,7 @@
 
 For each server: a ``tpsb_eng_tpcc`` database of 2 warehouses, then
 one step of 8 users, no think time, 10 s ramp-up and 60 s steady state through
-:func:`tpsbench.api.runner.run`; the database is built anew before every run (see
+:func:`tpsbench.commands.run.run`; the database is built anew before every run (see
 :func:`run_one` for why). Printed per server: tpmC, TPS, the driver's CPU seconds
 per 1,000 committed transactions and the driver's share of the CPU that driver and
 database together used during the steady state.
@@ -34,7 +34,7 @@ leaves background out, which is the upper bound on the driver's share.
 joined by ``+``, e.g. ``procedures=off+client=dbapi``): the stored-procedure path (one
 call per transaction, the default wherever it exists) against the statement path.
 Two engine settings can be varied too: ``multiplex=on|off`` (users sharing one thread
-per worker, tpsbench.api.multiplex, or a thread each) and ``workers=K``; and the
+per worker, tpsbench.engine.multiplex, or a thread each) and ``workers=K``; and the
 transport: ``transport=tcp`` (the default: 127.0.0.1) or ``transport=socket`` (the
 servers' Unix sockets, as pgbench and the MySQL clients connect to ``localhost``; the
 kernel's loopback TCP path is a third of the driver's CPU, bench/results/engine_tpcc.txt).
@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tpsbench.api.runner import RunConfig, RunRecord, run
+from tpsbench.commands.run import RunConfig, RunRecord, run
 
 DB = "tpsb_eng_tpcc"
 URLS = {
@@ -383,8 +383,8 @@ def steady_window(record: RunRecord) -> tuple[float, float]:
 # -- pg_prepared_statements ---------------------------------------------------------------
 def check_prepared(url: str, transactions: int = 300) -> str:
     """Run TPC-C transactions on one statement-path session and read back its pg_prepared_statements."""
-    from tpsbench.api.meta import read_meta
-    from tpsbench.api.session import RunContext
+    from tpsbench.core.meta import read_meta
+    from tpsbench.core.session import RunContext
     from tpsbench.targets import open_target
     from tpsbench.workloads.tpcc import TpccWorkload
 
@@ -435,7 +435,7 @@ def run_one(server: str, users: int, rampup: float, duration: float, options: di
             db: str = DB, scale: int = 2, every: float = SAMPLE_S, memory_every: int = 0,
             workers: int | None = None, fresh: bool = True, multiplex: bool = True, socket: bool = False,
             ) -> tuple[Result, RunRecord, Monitor]:
-    """One step through :func:`tpsbench.api.runner.run`, watched by a :class:`Monitor`; the
+    """One step through :func:`tpsbench.commands.run.run`, watched by a :class:`Monitor`; the
     result of its steady window.
 
     ``fresh``: build ``db`` anew first (seed 0, ANALYZE after the load), so that every run
@@ -446,7 +446,7 @@ def run_one(server: str, users: int, rampup: float, duration: float, options: di
     itself, not the driver. Without ``fresh`` the database is built only when missing.
     ``socket``: the driver connects through the server's Unix socket, not TCP.
     """
-    from tpsbench.api.build import build
+    from tpsbench.commands.build import build
     from tpsbench.targets import open_target
 
     url = (SOCKET_URLS if socket else URLS)[server].replace(DB, db)
@@ -515,7 +515,7 @@ def main(argv: list[str] | None = None) -> None:
     results: list[Result] = []
     for server in args.servers.split(","):
         if server == "postgresql":
-            from tpsbench.api.build import build
+            from tpsbench.commands.build import build
 
             build("tpcc", 2, URLS[server], seed=0, drop_existing=True, show_progress=False)
             line = check_prepared(URLS[server])

@@ -23,11 +23,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tpsbench.api.build import _execute_ddl, build, drop
-from tpsbench.api.workload import LoadParams
-from tpsbench.resources import schema_file, split_ddl
+from tpsbench.commands.build import _execute_ddl, build, drop
+from tpsbench.core.workload import LoadParams
+from tpsbench.core.schema import schema_file, split_ddl
 from tpsbench.targets import open_target
-from tpsbench.targets.base import Target
+from tpsbench.core.target import Target
 from tpsbench.workloads import get_workload
 
 URLS = {

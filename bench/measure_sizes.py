@@ -18,7 +18,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from tpsbench.api.build import build, drop
+from tpsbench.commands.build import build, drop
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
 

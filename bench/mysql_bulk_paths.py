@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 from sqlalchemy.engine import make_url
 
-from tpsbench.api.batch import Batch
-from tpsbench.resources import schema_file, split_ddl
+from tpsbench.core.batch import Batch
+from tpsbench.core.schema import schema_file, split_ddl
 from tpsbench.targets.mysql import MysqlTarget, insert_rows, load_data_local
 
 ROWS = {"order_line": 300_000, "stock": 100_000, "customer": 30_000}

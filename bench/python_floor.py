@@ -148,7 +148,7 @@ def run_loop(url: str, server: str, layout: str, threads: int, seconds: int) -> 
 def tpcc_calls(url: str, users: int, per_user: int) -> list[tuple[Any, list[tuple[bytes, Any]]]]:
     """Per user: its connection (a libpq cursor, which prepares) and its calls as
     (prepared name, parameters as sent), drawn by tpsbench's TPC-C session."""
-    from tpsbench.api.session import RunContext
+    from tpsbench.core.session import RunContext
     from tpsbench.targets import open_target
     from tpsbench.workloads import get_workload
 
@@ -202,7 +202,7 @@ def tpcc_loop(url: str, users: int, seconds: float, per_user: int, told: Any) ->
 def run_tpcc_floor(seconds: int, users: int) -> tuple[float, Any]:
     """One fresh build, then the loop under engine_tpcc's monitor: (calls per second, window)."""
     from engine_tpcc import URLS, Monitor  # type: ignore[import-not-found]
-    from tpsbench.api.build import build
+    from tpsbench.commands.build import build
 
     url = URLS["postgresql"]
     build("tpcc", 2, url, seed=0, drop_existing=True, show_progress=False)

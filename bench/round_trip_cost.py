@@ -26,10 +26,10 @@ from pathlib import Path
 
 from engine_tpcc import URLS
 
-from tpsbench.api.build import build, install_routines
-from tpsbench.api.meta import read_meta
+from tpsbench.commands.build import build, install_routines
+from tpsbench.core.meta import read_meta
 from tpsbench.targets import open_target
-from tpsbench.targets.base import set_autocommit
+from tpsbench.core.target import set_autocommit
 from tpsbench.workloads.tpcc.sql import statements
 
 OUT = Path(__file__).parent / "results" / "round_trip_cost.txt"

@@ -40,8 +40,8 @@ TICK = os.sysconf("SC_CLK_TCK")
 CHILD = r"""
 import json, multiprocessing as mp, os, sys
 from pathlib import Path
-from tpsbench.api.engine import Step, run_steps
-from tpsbench.api.session import RunContext
+from tpsbench.engine.coordinator import LoadStep, run_steps
+from tpsbench.core.session import RunContext
 from tpsbench.targets import open_target
 from tpsbench.workloads.sysbench import SysbenchWorkload
 
@@ -93,7 +93,7 @@ wl.configure(options)
 meta = wl.verify_schema(open_target(url))
 ctx = RunContext("sysbench", url, int(meta["scale"]), 1,
                  {k[6:]: int(v) for k, v in meta.items() if k.startswith("const_")}, options)
-step = Step(users=users, duration_s=seconds, rampup_s=2.0, interval_s=2.0 if seconds < 10 else 5.0)
+step = LoadStep(users=users, duration_s=seconds, rampup_s=2.0, interval_s=2.0 if seconds < 10 else 5.0)
 outcome = run_steps(ctx, wl, [step], on_interval, workers=workers, live=None)
 step = outcome.steps[0]
 (_, _, start), *steady = marks

@@ -35,8 +35,8 @@ from pathlib import Path
 import psycopg
 import pymysql
 
-from tpsbench.api.engine import Step, run_steps
-from tpsbench.api.session import RunContext
+from tpsbench.engine.coordinator import LoadStep, run_steps
+from tpsbench.core.session import RunContext
 from tpsbench.targets import open_target
 from tpsbench.workloads.sysbench import SysbenchWorkload
 
@@ -203,7 +203,7 @@ def run_tpsbench(url: str, server: str, mode: str, seconds: int, users: int, wor
     ctx = RunContext("sysbench", url, int(meta["scale"]), 1,
                      {k[6:]: int(v) for k, v in meta.items() if k.startswith("const_")}, options)
     with Meter(server) as meter:
-        step = Step(users=users, duration_s=float(seconds), rampup_s=2.0, interval_s=10.0, multiplex=multiplex)
+        step = LoadStep(users=users, duration_s=float(seconds), rampup_s=2.0, interval_s=10.0, multiplex=multiplex)
         outcome = run_steps(ctx, wl, [step], workers=workers, live=None)
     result = outcome.steps[0]
     summary = result.summary

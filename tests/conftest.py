@@ -17,7 +17,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import psycopg
 import pymysql
@@ -140,3 +140,17 @@ def mysql_url() -> Iterator[str]:
 def sqlite_url(tmp_path: Path) -> str:
     """``sqlite:///<tmp_path>/tpsbench.db``: a SQLite file that does not exist yet."""
     return f"sqlite:///{tmp_path / 'tpsbench.db'}"
+
+
+def schema_file(workload: str, dialect: str) -> Path:
+    """The DDL file of a workload for a dialect: ``<workload folder>/schemas/<dialect>.sql``."""
+    from tpsbench.workloads import workload_classes
+
+    return workload_classes()[workload].schema_file(dialect)
+
+
+def sql_dialects() -> dict[str, Any]:
+    """Every target's SqlDialect by its name (postgresql, mysql, sqlite, mssql)."""
+    from tpsbench.targets import target_classes
+
+    return {cls.sql.name: cls.sql for cls in target_classes().values() if cls.sql.name != "sql"}

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from tpsbench.api.build import build, drop
-from tpsbench.api.check import check
-from tpsbench.api.meta import read_meta
-from tpsbench.errors import TpsbenchError
+from tpsbench.commands.build import build, drop
+from tpsbench.commands.check import check
+from tpsbench.core.meta import read_meta
+from tpsbench.core.errors import TpsbenchError
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
 

@@ -7,6 +7,7 @@ of ``n``, so the engine's commit count can be checked against the database.
 from __future__ import annotations
 
 import multiprocessing as mp
+from collections.abc import Iterator
 import os
 import random
 import signal
@@ -16,12 +17,14 @@ from typing import Any
 
 import pytest
 
-from tpsbench.api.engine import RunOutcome, RunStatus, Step, StepResult, run_steps
-from tpsbench.api.metrics import IntervalReport
-from tpsbench.api.session import RunContext, RunnableWorkload, Session
-from tpsbench.errors import TpsbenchError
+from tpsbench.engine.coordinator import RunOutcome, RunStatus, LoadStep, StepOutcome, run_steps
+from tpsbench.measure.reports import IntervalReport
+from tpsbench.core.session import RunContext, Session
+from tpsbench.core.batch import Batch
+from tpsbench.core.workload import Check, LoadParams, LoadTask, Workload
+from tpsbench.core.errors import TpsbenchError
 from tpsbench.targets import open_target
-from tpsbench.targets.base import Target
+from tpsbench.core.target import Target
 
 ROWS = 100
 PG_DB = "tpsb_engine_test"
@@ -67,8 +70,27 @@ class CounterSession(Session):
             raise
 
 
-class CounterWorkload(RunnableWorkload):
+class CounterWorkload(Workload):
+    """A run-only workload: make_table() builds its one table, so its build side is empty."""
+
+    name = "counter"
+    tables = ("counter",)
     transaction_names = ("bump", "read")
+
+    def constants(self, seed: int) -> dict[str, int]:
+        return {}
+
+    def tasks(self, scale: int) -> list[LoadTask]:
+        return []
+
+    def generate(self, task: LoadTask, params: LoadParams) -> Iterator[Batch]:
+        return iter(())
+
+    def expected_rows(self, scale: int, seed: int) -> dict[str, int]:
+        return {}
+
+    def checks(self) -> list[Check]:
+        return []
 
     def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
         return CounterSession(ctx, user_id, users, conn, target)
@@ -76,14 +98,14 @@ class CounterWorkload(RunnableWorkload):
     def verify_schema(self, target: Target) -> dict[str, str]:
         return {}
 
-    def evidence(self, conn: Any) -> dict[str, int]:
+    def database_counts(self, conn: Any) -> dict[str, int]:
         cur = conn.cursor()
         cur.execute("SELECT COALESCE(SUM(n), 0) FROM counter")
         value = int(cur.fetchone()[0])
         conn.rollback()
         return {"sum": value}
 
-    def expected_evidence(self, commits: dict[str, int]) -> dict[str, int]:
+    def expected_counts(self, commits: dict[str, int]) -> dict[str, int]:
         return {"sum": commits.get("bump", 0)}
 
 
@@ -104,7 +126,7 @@ def make_table(url: str) -> RunContext:
 def evidence(url: str) -> int:
     conn = open_target(url).connect()
     try:
-        return CounterWorkload().evidence(conn)["sum"]
+        return CounterWorkload().database_counts(conn)["sum"]
     finally:
         conn.close()
 
@@ -113,7 +135,7 @@ def commits(outcome: RunOutcome, name: str = "bump") -> int:
     return sum(r.txns[name].commits for step in outcome.steps for r in step.intervals)
 
 
-def statements(step: StepResult, kind: str) -> int:
+def statements(step: StepOutcome, kind: str) -> int:
     return sum(r.statements.get(kind, 0) for r in step.intervals)
 
 
@@ -166,7 +188,7 @@ def test_sqlite_commits_equal_table_change(tmp_path: Any) -> None:
     """Two steps: the second step's user threads take over the connections the first
     step's threads made (the engine keeps them), which sqlite3 refuses by default."""
     ctx = make_table(f"sqlite:///{tmp_path / 'counter.db'}")
-    steps = [Step(users=users, duration_s=1.5, rampup_s=0.5, interval_s=0.5) for users in (2, 4)]
+    steps = [LoadStep(users=users, duration_s=1.5, rampup_s=0.5, interval_s=0.5) for users in (2, 4)]
     outcome = bounded(lambda: run_steps(ctx, CounterWorkload(), steps, workers=2, live=None), 90)
     assert outcome.status is RunStatus.COMPLETED
     assert [s.total().total("errors") for s in outcome.steps] == [0, 0], [s.total().errors for s in outcome.steps]
@@ -182,10 +204,10 @@ def test_sqlite_commits_equal_table_change(tmp_path: Any) -> None:
 @needs_pg
 def test_postgres_commits_equal_table_change_and_rampup_is_not_measured(pg_ctx: RunContext) -> None:
     seen: list[IntervalReport] = []
-    done: list[StepResult] = []
+    done: list[StepOutcome] = []
     lines: list[str] = []
-    steps = [Step(users=3, duration_s=1.5, rampup_s=1.0, interval_s=0.5),
-             Step(users=6, duration_s=1.5, rampup_s=1.0, interval_s=0.5)]
+    steps = [LoadStep(users=3, duration_s=1.5, rampup_s=1.0, interval_s=0.5),
+             LoadStep(users=6, duration_s=1.5, rampup_s=1.0, interval_s=0.5)]
     outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), steps, seen.append, done.append,
                                         workers=2, live=lines.append), 90)
     assert outcome.status is RunStatus.COMPLETED
@@ -226,7 +248,7 @@ def test_fifty_users_run_in_two_worker_processes(pg_ctx: RunContext) -> None:
             during["connections"] = pg_admin("SELECT count(*) FROM pg_stat_activity "
                                            f"WHERE datname = '{PG_DB}' AND backend_type = 'client backend'")[0][0]
 
-    outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), [Step(users=50, duration_s=1.0, rampup_s=1.0,
+    outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), [LoadStep(users=50, duration_s=1.0, rampup_s=1.0,
                                                                          interval_s=0.5)], look, live=None), 90)
     step = outcome.steps[0]
     assert len(set(step.worker_pids)) == 2
@@ -261,18 +283,18 @@ class ThreePerWorker(CounterWorkload):
 def test_workers_below_one_are_refused(tmp_path: Any) -> None:
     ctx = make_table(f"sqlite:///{tmp_path / 'counter.db'}")
     with pytest.raises(TpsbenchError, match="workers must be at least 1, not 0"):
-        run_steps(ctx, CounterWorkload(), [Step(users=1, duration_s=1.0)], workers=0, live=None)
+        run_steps(ctx, CounterWorkload(), [LoadStep(users=1, duration_s=1.0)], workers=0, live=None)
 
 
-def processes_that_ran(step: StepResult) -> set[str]:
+def processes_that_ran(step: StepOutcome) -> set[str]:
     return {kind for kind, count in step.total().statements.items() if kind.startswith("pid") and count > 0}
 
 
 @needs_pg
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores for two workers")
 def test_default_workers_follow_the_workloads_users_per_worker(pg_ctx: RunContext) -> None:
-    steps = [Step(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5),
-             Step(users=5, duration_s=1.0, rampup_s=0.3, interval_s=0.5)]
+    steps = [LoadStep(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5),
+             LoadStep(users=5, duration_s=1.0, rampup_s=0.3, interval_s=0.5)]
     outcome = bounded(lambda: run_steps(pg_ctx, ThreePerWorker(), steps, live=None), 90)
     three, five = outcome.steps
     assert three.problems == [] and five.problems == []
@@ -297,12 +319,12 @@ class OneUserCannotOpen(CounterWorkload):
 def test_a_user_that_cannot_open_its_session_is_a_step_problem_stored_and_reported(tmp_path: Any) -> None:
     """The step goes on with the other users, and says it ran short of its plan: live,
     in the results store and under the report's table (not only as an error count)."""
-    from tpsbench.api.report import render
-    from tpsbench.api.results import PROBLEM, ResultsStore
-    from tpsbench.api.runner import _finish_step
+    from tpsbench.report.table import render
+    from tpsbench.results.store import PROBLEM, ResultsStore
+    from tpsbench.commands.run import _finish_step
 
     ctx = make_table(f"sqlite:///{tmp_path / 'counter.db'}")
-    step = Step(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5)
+    step = LoadStep(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5)
     outcome = bounded(lambda: run_steps(ctx, OneUserCannotOpen(), [step], workers=1, live=None), 60)
     result = outcome.steps[0]
     assert result.problems == ["worker 0: user 1 ended: could not open its session, so it sat the step out: "
@@ -328,7 +350,7 @@ def test_killed_worker_ends_the_step_with_an_error_not_a_hang(pg_ctx: RunContext
             os.kill(victim.pid, signal.SIGKILL)
             killed.append(victim.pid)
 
-    steps = [Step(users=6, duration_s=2.0, rampup_s=0.5, interval_s=0.5), Step(users=6, duration_s=1.0, interval_s=0.5)]
+    steps = [LoadStep(users=6, duration_s=2.0, rampup_s=0.5, interval_s=0.5), LoadStep(users=6, duration_s=1.0, interval_s=0.5)]
     t0 = time.monotonic()
     outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), steps, kill_one, workers=2, live=None), 60)
     assert time.monotonic() - t0 < 30
@@ -352,7 +374,7 @@ def test_terminated_backends_reconnect_and_the_step_completes(pg_ctx: RunContext
                             " AND backend_type = 'client backend'")
             terminated.append(len(rows))
 
-    outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), [Step(users=8, duration_s=2.5, rampup_s=0.5,
+    outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), [LoadStep(users=8, duration_s=2.5, rampup_s=0.5,
                                                                          interval_s=0.5)], terminate_all,
                                         workers=2, live=None), 60)
     step = outcome.steps[0]
@@ -369,7 +391,7 @@ def test_terminated_backends_reconnect_and_the_step_completes(pg_ctx: RunContext
 def test_more_users_than_connections_is_refused_before_anything_starts(pg_ctx: RunContext) -> None:
     t0 = time.monotonic()
     with pytest.raises(TpsbenchError, match=r"10000 users .* accepts \d+ more; .*max_connections"):
-        run_steps(pg_ctx, CounterWorkload(), [Step(users=5, duration_s=1), Step(users=10_000, duration_s=1)], live=None)
+        run_steps(pg_ctx, CounterWorkload(), [LoadStep(users=5, duration_s=1), LoadStep(users=10_000, duration_s=1)], live=None)
     assert time.monotonic() - t0 < 5
     assert not [p for p in mp.active_children() if p.name.startswith("tpsbench-worker")]
 
@@ -383,8 +405,8 @@ def test_ctrl_c_ends_the_run_within_five_seconds_keeping_finished_intervals(pg_c
             sent.append(time.monotonic())
             threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
 
-    outcome = run_steps(pg_ctx, CounterWorkload(), [Step(users=4, duration_s=60, rampup_s=0.5, interval_s=0.5),
-                                                    Step(users=8, duration_s=60)], interrupt_soon, workers=2, live=None)
+    outcome = run_steps(pg_ctx, CounterWorkload(), [LoadStep(users=4, duration_s=60, rampup_s=0.5, interval_s=0.5),
+                                                    LoadStep(users=8, duration_s=60)], interrupt_soon, workers=2, live=None)
     assert time.monotonic() - sent[0] < 5
     assert outcome.status is RunStatus.INTERRUPTED and len(outcome.steps) == 1
     step = outcome.steps[0]

@@ -1,4 +1,4 @@
-"""IntervalRecorder, IntervalReport and StepSummary: counts and latencies add up exactly."""
+"""IntervalRecorder, IntervalReport and SteadySummary: counts and latencies add up exactly."""
 
 from __future__ import annotations
 
@@ -9,16 +9,10 @@ import time
 import numpy as np
 import pytest
 
-from tpsbench.api.histogram import LatencyHistogram
-from tpsbench.api.metrics import (
-    BATCH,
-    MAX_ERROR_SAMPLES,
-    IntervalRecorder,
-    IntervalReport,
-    StepSummary,
-    TxnReport,
-    live_line,
-)
+from tpsbench.measure.histogram import LatencyHistogram
+from tpsbench.measure.recorder import BATCH, IntervalRecorder
+from tpsbench.measure.reports import IntervalReport, MAX_ERROR_SAMPLES, TxnReport, live_line
+from tpsbench.measure.summary import SteadySummary
 
 NAMES = ("new_order", "payment", "order_status", "delivery", "stock_level")
 
@@ -187,7 +181,7 @@ def test_step_summary_uses_steady_intervals_and_counts_each_interval_once() -> N
         make_report(2, 2, 20.0, 30.0, True, {"new_order": (no[2], 5), "payment": (pay[2], 0)}, errors=3),
         make_report(2, 2, 20.0, 30.0, True, {"new_order": (no[3], 5), "payment": (pay[3], 0)}),
     ]
-    s = StepSummary.from_reports(reports, users=20)
+    s = SteadySummary.from_reports(reports, users=20)
     assert (s.step, s.users, s.intervals) == (2, 20, 2)
     assert s.seconds == pytest.approx(20.0)  # not 40: workers' reports of an interval overlap
     no_commits = 4 * 600 - 20
@@ -213,8 +207,8 @@ def test_step_summary_refuses_mixed_steps_and_handles_no_steady_interval() -> No
     a = make_report(1, 0, 0.0, 10.0, True, {"payment": ([5], 0)})
     b = make_report(2, 0, 0.0, 10.0, True, {"payment": ([5], 0)})
     with pytest.raises(ValueError):
-        StepSummary.from_reports([a, b], users=1)
-    empty = StepSummary.from_reports([make_report(3, 0, 0.0, 10.0, False, {"payment": ([5], 0)})], users=4)
+        SteadySummary.from_reports([a, b], users=1)
+    empty = SteadySummary.from_reports([make_report(3, 0, 0.0, 10.0, False, {"payment": ([5], 0)})], users=4)
     assert (empty.step, empty.tps, empty.seconds, empty.latency.p95, empty.txns) == (3, 0.0, 0.0, 0.0, {})
 
 
@@ -222,22 +216,22 @@ def test_step_statements_are_the_steady_intervals_and_qps_splits_them() -> None:
     reports = [make_report(1, i, i * 10.0, i * 10.0 + 10, i > 0, {"payment": ([300], 0)}) for i in range(3)]
     for i, report in enumerate(reports):
         report.statements = {"read": 1000 * (i + 1), "write": 10 * (i + 1), "other": i}
-    s = StepSummary.from_reports(reports, users=2)
+    s = SteadySummary.from_reports(reports, users=2)
     assert s.statements == {"read": 5000, "write": 50, "other": 3}  # the ramp-up's are left out
     assert s.qps == pytest.approx({"read": 250.0, "write": 2.5, "other": 0.15, "total": 252.65})
-    assert StepSummary.from_reports(reports[:1] + [make_report(1, 1, 10.0, 20.0, True, {})], users=2).qps == {}
+    assert SteadySummary.from_reports(reports[:1] + [make_report(1, 1, 10.0, 20.0, True, {})], users=2).qps == {}
 
 
 def test_summary_dict_round_trip() -> None:
     reports = [make_report(1, i, i * 5.0, i * 5.0 + 5, True, {"new_order": ([1000 + i, 2000], 1),
                                                             "payment": ([300], 0)}) for i in range(3)]
     reports[1].statements = {"read": 7, "write": 3}
-    s = StepSummary.from_reports(reports, users=8)
-    back = StepSummary.from_dict(pickle.loads(pickle.dumps(s.to_dict())))
+    s = SteadySummary.from_reports(reports, users=8)
+    back = SteadySummary.from_dict(pickle.loads(pickle.dumps(s.to_dict())))
     assert back == s and back.statements == {"read": 7, "write": 3}
     data = s.to_dict()
     del data["statements"]  # a step stored before statements were counted
-    assert StepSummary.from_dict(data).statements == {}
+    assert SteadySummary.from_dict(data).statements == {}
     assert back.txns["new_order"].latency == s.txns["new_order"].latency
     assert back.histograms == {}
 

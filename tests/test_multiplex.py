@@ -1,4 +1,4 @@
-"""Users sharing one thread (tpsbench.api.multiplex) on the real servers: TPC-C's stored
+"""Users sharing one thread (tpsbench.engine.multiplex) on the real servers: TPC-C's stored
 procedures counted exactly as the database shows them, think times that pace the
 users, lost connections handed back to their threads, a step that stops."""
 
@@ -13,15 +13,16 @@ from typing import Any
 import pytest
 from test_tpcc_transactions import SCALE, SEED, Db, _server_database
 
-from tpsbench.api.build import build
-from tpsbench.api.meta import read_meta
-from tpsbench.api.metrics import IntervalRecorder, IntervalReport
-from tpsbench.api.multiplex import DRAW_AHEAD, Multiplexer, can_multiplex
-from tpsbench.api.session import RunContext
+from tpsbench.commands.build import build
+from tpsbench.core.meta import read_meta
+from tpsbench.measure.recorder import IntervalRecorder
+from tpsbench.measure.reports import IntervalReport
+from tpsbench.engine.multiplex import DRAW_AHEAD, Multiplexer
+from tpsbench.core.session import RunContext
 from tpsbench.targets import open_target
 from tpsbench.workloads.tpcc import USERS_PER_WORKER, TpccWorkload
 from tpsbench.workloads.tpcc.checks import CHECKS
-from tpsbench.workloads.tpcc.evidence import evidence, expected_evidence
+from tpsbench.workloads.tpcc.counts import database_counts, expected_counts
 from tpsbench.workloads.tpcc.mix import TRANSACTIONS
 from tpsbench.workloads.tpcc.session import TpccSession
 
@@ -62,7 +63,7 @@ class Hosting:
         #: the server's ids of their connections, read before the shared thread uses them
         self.backends = [backend_id(db, session.conn) for session in self.sessions]
         for session in self.sessions:
-            assert can_multiplex(session)
+            assert Multiplexer.can_host(session)
             if think_s is not None:  # short, fixed keying and think times instead of the spec's seconds
                 session.keying_time = session.think_time = lambda name, s=think_s: s  # type: ignore[method-assign]
         #: what each user's host() returned: None at the step's end, else the transaction it lost its connection in
@@ -110,12 +111,12 @@ def commits(report: IntervalReport) -> dict[str, int]:
 
 
 def test_hosted_users_commit_exactly_what_the_database_shows(server: Db) -> None:
-    before = evidence(server.conn)
+    before = database_counts(server.conn)
     with Hosting(server, 6) as hosting:
         time.sleep(2.0)
         report = hosting.finish()
-    after = evidence(server.conn)
-    assert {k: after[k] - before[k] for k in after} == expected_evidence(commits(report))
+    after = database_counts(server.conn)
+    assert {k: after[k] - before[k] for k in after} == expected_counts(commits(report))
     assert all(report.txns[name].commits > 0 for name in ("new_order", "payment")), commits(report)
     assert report.total("errors") == 0 and report.reconnects == 0, report.error_counts
     assert hosting.returned == dict.fromkeys(range(6))  # all came back at the stop, none lost
@@ -218,7 +219,7 @@ def test_engine_step_survives_every_backend_killed_with_users_on_the_shared_thre
     when the connections died (their commits may have happened unseen)."""
     from test_engine import bounded
 
-    from tpsbench.api.engine import RunStatus, Step, run_steps
+    from tpsbench.engine.coordinator import RunStatus, LoadStep, run_steps
     from tpsbench.workloads import get_workload
 
     wl = get_workload("tpcc")
@@ -247,16 +248,16 @@ def test_engine_step_survives_every_backend_killed_with_users_on_the_shared_thre
                 kill(server, ident)
             killed.append(len(ours))
 
-    before = evidence(server.conn)
-    step = Step(users=6, duration_s=3.0, rampup_s=0.5, interval_s=0.5, multiplex=True)
+    before = database_counts(server.conn)
+    step = LoadStep(users=6, duration_s=3.0, rampup_s=0.5, interval_s=0.5, multiplex=True)
     outcome = bounded(lambda: run_steps(ctx, wl, [step], kill_all, workers=1, live=None), 90)
-    after = evidence(server.conn)
+    after = database_counts(server.conn)
     result = outcome.steps[0]
     assert outcome.status is RunStatus.COMPLETED and result.problems == [] and killed == [6]
     total = result.total()
     assert total.reconnects >= 6 and total.total("errors") == 0, (total.reconnects, total.error_counts)
     assert result.intervals[-2].total("commits") > 0  # working again after the reconnects
-    expected = expected_evidence(commits(total))
+    expected = expected_counts(commits(total))
     assert all(0 <= after[k] - before[k] - expected[k] <= 6 for k in expected), (before, after, expected)
 
 

@@ -10,32 +10,33 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tpsbench.api.metrics import IntervalRecorder, LatencyStats, StepSummary, TxnSummary
-from tpsbench.api.report import build_table, main_metric, render
-from tpsbench.api.results import ResultsStore, Run, RunData, StepRecord
+from tpsbench.measure.recorder import IntervalRecorder
+from tpsbench.measure.summary import LatencyStats, SteadySummary, TxnSummary
+from tpsbench.report.table import build_table, main_metric, render
+from tpsbench.results.store import ResultsStore, Run, RunData, StoredStep
 
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
 
 
 def summary(users: int, tps: float, resp_s: float, new_orders: int = 0, seconds: float = 60.0,
-            name: str = "new_order", **counts: int) -> StepSummary:
+            name: str = "new_order", **counts: int) -> SteadySummary:
     lat = LatencyStats(count=100, mean=resp_s * 1000, p50=resp_s * 900, p90=resp_s * 1500, p95=resp_s * 1800,
                        p99=resp_s * 2500, p999=resp_s * 4000, max=resp_s * 9000)
     txns = {name: TxnSummary(name=name, commits=new_orders, rollbacks=counts.get("rollbacks", 0),
                              retries=counts.get("retries", 0), errors=counts.get("errors", 0),
                              tpm=new_orders * 60 / seconds, latency=lat)}
-    return StepSummary(step=users, users=users, seconds=seconds, intervals=6, tps=tps,
+    return SteadySummary(step=users, users=users, seconds=seconds, intervals=6, tps=tps,
                        reconnects=counts.get("reconnects", 0), latency=lat, txns=txns)
 
 
-def run(run_id: int, storage: str, steps: list[StepSummary | tuple[int, None]], workload: str = "tpcc",
+def run(run_id: int, storage: str, steps: list[SteadySummary | tuple[int, None]], workload: str = "tpcc",
         status: str = "completed") -> RunData:
     records = []
     for i, s in enumerate(steps, 1):
         if isinstance(s, tuple):
-            records.append(StepRecord(step=i, users=s[0], rampup_s=0, duration_s=60, summary=None))
+            records.append(StoredStep(step=i, users=s[0], rampup_s=0, duration_s=60, summary=None))
         else:
-            records.append(StepRecord(step=i, users=s.users, rampup_s=0, duration_s=60, summary=s))
+            records.append(StoredStep(step=i, users=s.users, rampup_s=0, duration_s=60, summary=s))
     return RunData(run=Run(id=run_id, workload=workload, started_at=T0, ended_at=T0, status=status,
                            storage=storage), steps=records)
 
@@ -145,7 +146,7 @@ def test_report_of_runs_loaded_from_the_store(tmp_path: Path) -> None:
             report = rec.take(number, 0, 0.0, 10.0)
             report.statements = {"read": 3000 * users, "write": 1000 * users, "other": 0}
             store.add_interval(run_id, report, users)
-            store.finish_step(run_id, number, StepSummary.from_reports([report], users))
+            store.finish_step(run_id, number, SteadySummary.from_reports([report], users))
         store.finish_run(run_id, "completed")
         ids.append(run_id)
     loaded = [store.load_run(i) for i in ids]

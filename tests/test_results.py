@@ -17,9 +17,11 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
-from tpsbench.api.histogram import LatencyHistogram
-from tpsbench.api.metrics import IntervalRecorder, IntervalReport, StepSummary
-from tpsbench.api.results import (
+from tpsbench.measure.histogram import LatencyHistogram
+from tpsbench.measure.recorder import IntervalRecorder
+from tpsbench.measure.reports import IntervalReport
+from tpsbench.measure.summary import SteadySummary
+from tpsbench.results.store import (
     ResultsStore,
     errors_table,
     histograms_table,
@@ -29,7 +31,7 @@ from tpsbench.api.results import (
     safe_url,
     steps_table,
 )
-from tpsbench.errors import TpsbenchError
+from tpsbench.core.errors import TpsbenchError
 
 PG_SERVER = os.environ.get("TPSBENCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 PG_DATABASE = "tpsb_results_test"
@@ -100,7 +102,7 @@ def test_a_run_round_trips(store: TrackingStore) -> None:
     reports = [interval(rec, 1, n, seed=n, steady=n > 0) for n in range(3)]
     for report in reports:
         store.add_interval(run_id, report, users=20)
-    summary = StepSummary.from_reports(reports, users=20)
+    summary = SteadySummary.from_reports(reports, users=20)
     store.finish_step(run_id, 1, summary)
     store.finish_step(run_id, 1, summary)  # again: replaces, does not duplicate
     store.finish_run(run_id, "completed", honesty={"evidence": "ok", "new_order": [100, 100]})
@@ -234,7 +236,7 @@ def test_step_without_start_step_and_histograms_given_as_bytes(store: TrackingSt
     run_id = store.start_run("tpcc", db_url="sqlite:///t.db")
     rec = IntervalRecorder(NAMES)
     report = interval(rec, 3, 0, seed=9)
-    summary = StepSummary.from_reports([report], users=50)
+    summary = SteadySummary.from_reports([report], users=50)
     hist = LatencyHistogram()
     hist.record_many(np.array([123, 456]))
     store.finish_step(run_id, 3, summary, {"*": hist.encode()})

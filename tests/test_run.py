@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tpsbench.api.build import build
-from tpsbench.api.check import check
-from tpsbench.api.runner import RunConfig, run
-from tpsbench.errors import TpsbenchError
+from tpsbench.commands.build import build
+from tpsbench.commands.check import check
+from tpsbench.commands.run import RunConfig, run
+from tpsbench.core.errors import TpsbenchError
 from tpsbench.workloads.tpcc.mix import WEIGHTS
 
 

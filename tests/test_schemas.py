@@ -17,7 +17,8 @@ import sqlalchemy as sa
 import sqlglot
 from sqlglot import exp
 
-from tpsbench.resources import schema_file, split_ddl, split_routines
+from conftest import schema_file
+from tpsbench.core.schema import split_ddl, split_routines
 from tpsbench.targets import open_target
 
 TABLES = {"warehouse", "district", "customer", "history", "orders", "new_order", "order_line", "item", "stock"}

@@ -23,13 +23,15 @@ from conftest import scratch_mysql_database, scratch_pg_database
 from sqlalchemy.engine import make_url
 import sqlalchemy as sa
 
-from tpsbench.api.session import RunContext
-from tpsbench.api.workload import LoadParams, LoadTask
-from tpsbench.errors import TpsbenchError
-from tpsbench.resources import schema_file, split_ddl
+from tpsbench.core.session import RunContext
+from tpsbench.core.workload import LoadParams, LoadTask
+from tpsbench.core.errors import TpsbenchError
+from conftest import schema_file, sql_dialects
+from tpsbench.core.schema import split_ddl
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
-from tpsbench.workloads.sysbench import SysbenchWorkload, prepare
+from tpsbench.commands.build import build
+from tpsbench.workloads.sysbench import SysbenchWorkload
 from tpsbench.workloads.sysbench.common import TEMPLATES, sql_set, table_ddl
 from tpsbench.workloads.sysbench.modes import (
     MODES,
@@ -53,6 +55,12 @@ SYSBENCH_MIX = {
     "oltp_insert": (0, 1, 0), "oltp_delete": (0, 1, 0), "select_random_points": (1, 0, 0),
     "select_random_ranges": (1, 0, 0),
 }
+
+
+def prepare(url: str, tables: int, table_size: int, *, seed: int = 0, **kwargs: Any) -> Any:
+    """``tpsbench build sysbench --tables N --table-size M``, quietly."""
+    return build("sysbench", tables, url, seed=seed, show_progress=False,
+                 options={"table_size": str(table_size)}, **kwargs)
 
 
 def unavailable(what: str, why: object = "") -> None:
@@ -160,9 +168,9 @@ def test_statements_are_oltp_common_lua_statements() -> None:
     lua = (LUA_DIR / "oltp_common.lua").read_text()
     defined = dict(re.findall(r'(\w+) = \{\s*"([^"]+sbtest%u[^"]*)"', lua))
     assert {k: v.replace("%u", "{t}") for k, v in defined.items()} == TEMPLATES
-    sql = sql_set("postgresql", "%s", 3)
+    sql = sql_set(sql_dialects()["postgresql"], "%s", 3)
     assert sql.by_group["point_selects"][3] == "SELECT c FROM sbtest3 WHERE id=%s"
-    assert sql_set("sqlite", "?", 1).random_ranges.count("k BETWEEN ? AND ?") == 10
+    assert sql_set(sql_dialects()["sqlite"], "?", 1).random_ranges.count("k BETWEEN ? AND ?") == 10
 
 
 @pytest.mark.parametrize("dialect", ["postgresql", "mysql", "sqlite", "mssql"])
@@ -256,7 +264,7 @@ def evaluate_checks(wl: SysbenchWorkload, url: str) -> dict[int, int]:
     target = open_target(url)
     wl.verify_schema(target)
     with target.engine.connect() as conn:
-        return {c.number: conn.execute(sa.text(f"SELECT COUNT(*) FROM ({c.sql}) v")).scalar_one() for c in wl.checks()}
+        return {c.number: c.count(target, conn) for c in wl.checks()}
 
 
 def test_sqlite_build_checks_and_every_mode(tmp_path: Path) -> None:
@@ -268,15 +276,15 @@ def test_sqlite_build_checks_and_every_mode(tmp_path: Path) -> None:
     assert evaluate_checks(SysbenchWorkload(), url) == {1: 0, 2: 0, 3: 0, 4: 0}
     for mode in MODES:
         wl, session = open_session(url, mode)
-        before = wl.evidence(session.target.connect())
+        before = wl.database_counts(session.target.connect())
         run_transactions(session, 20)
         mix = wl.statement_mix()
         if mode == "oltp_delete":
             assert sum(session.statement_counts.values()) == 20
         else:
             assert session.statement_counts == {k: 20 * v for k, v in mix.items()}, mode
-            after = wl.evidence(session.target.connect())
-            assert after["rows"] - before["rows"] == wl.expected_evidence({mode: 20})["rows"]
+            after = wl.database_counts(session.target.connect())
+            assert after["rows"] - before["rows"] == wl.expected_counts({mode: 20})["rows"]
         session.conn.close()
     assert {k: v for k, v in evaluate_checks(SysbenchWorkload(), url).items() if k <= 2} == {1: 0, 2: 0}
 
@@ -511,7 +519,7 @@ def test_odbc_runs_the_same_statements(backend: str, request: pytest.FixtureRequ
     prepare(url, 1, 300, seed=2)
     for mode in ("oltp_read_write", "oltp_insert", "select_random_ranges"):
         wl, session = open_session(url, mode)
-        assert type(session.runner).__name__ == "StatementRunner"
+        assert type(session.runner).__name__ == "DbapiCountingCursor"
         run_transactions(session, 10)
         assert session.statement_counts == {k: 10 * v for k, v in wl.statement_mix().items()}, (backend, mode)
         session.conn.close()
@@ -520,7 +528,7 @@ def test_odbc_runs_the_same_statements(backend: str, request: pytest.FixtureRequ
 # -- through the engine ------------------------------------------------------------------------------
 @pytest.mark.postgresql
 def test_engine_runs_oltp_insert_and_the_rows_match_the_commits(sb_pg: str) -> None:
-    engine = pytest.importorskip("tpsbench.api.engine")
+    engine = pytest.importorskip("tpsbench.engine.coordinator")
     url = pg_url(sb_pg)
     prepare(url, TABLES, SIZE, seed=2)
     target = open_target(url)
@@ -529,10 +537,10 @@ def test_engine_runs_oltp_insert_and_the_rows_match_the_commits(sb_pg: str) -> N
     meta = wl.verify_schema(target)
     ctx = RunContext("sysbench", url, int(meta["scale"]), 1, {"table_size": SIZE}, {"mode": "oltp_insert"})
     conn = target.connect()
-    before = wl.evidence(conn)
-    steps = [engine.Step(users=2, duration_s=1.5, interval_s=0.5), engine.Step(users=3, duration_s=1.5, interval_s=0.5)]
+    before = wl.database_counts(conn)
+    steps = [engine.LoadStep(users=2, duration_s=1.5, interval_s=0.5), engine.LoadStep(users=3, duration_s=1.5, interval_s=0.5)]
     outcome = engine.run_steps(ctx, wl, steps, workers=1, live=None)
-    after = wl.evidence(conn)
+    after = wl.database_counts(conn)
     conn.close()
     commits: dict[str, int] = {}
     for step in outcome.steps:  # the second step reuses the first one's connections
@@ -541,7 +549,7 @@ def test_engine_runs_oltp_insert_and_the_rows_match_the_commits(sb_pg: str) -> N
         for name, txn in total.txns.items():
             commits[name] = commits.get(name, 0) + txn.commits
     assert commits["oltp_insert"] > 0
-    assert after["rows"] - before["rows"] == wl.expected_evidence(commits)["rows"]
+    assert after["rows"] - before["rows"] == wl.expected_counts(commits)["rows"]
 
 
 @pytest.mark.postgresql
@@ -553,7 +561,7 @@ def test_engine_qps_split_matches_postgresql_counters(sb_pg: str, multiplex: boo
     every read is one index scan; every write changed exactly one row and every other DML
     statement none (ids are primary keys); a duplicate-key INSERT that ended a transaction
     (an expected rollback) may have left a row counted by the server and not by us."""
-    engine = pytest.importorskip("tpsbench.api.engine")
+    engine = pytest.importorskip("tpsbench.engine.coordinator")
     url = pg_url(sb_pg)
     prepare(url, TABLES, SIZE, seed=2)
     with psycopg.connect(host=PG_HOST, user="postgres", dbname=sb_pg, autocommit=True) as conn:
@@ -561,8 +569,8 @@ def test_engine_qps_split_matches_postgresql_counters(sb_pg: str, multiplex: boo
             conn.execute(f"VACUUM ANALYZE sbtest{n}")
         conn.execute(f'ALTER DATABASE "{sb_pg}" SET plan_cache_mode = force_generic_plan')  # no index probes
     counters = PgCounters(sb_pg)
-    steps = [engine.Step(users=2, duration_s=1.0, rampup_s=0.3, interval_s=0.5, multiplex=multiplex),
-             engine.Step(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5, multiplex=multiplex)]
+    steps = [engine.LoadStep(users=2, duration_s=1.0, rampup_s=0.3, interval_s=0.5, multiplex=multiplex),
+             engine.LoadStep(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5, multiplex=multiplex)]
     for mode in ("oltp_point_select", "oltp_read_only", "oltp_write_only"):  # the first: one statement a transaction
         wl, ctx = configured(url, mode, {"rand_type": "uniform"}, seed=11)
         before = counters.settled()
@@ -593,7 +601,7 @@ def test_engine_on_mariadb_sends_every_statement_of_the_mix(sb_mysql: str) -> No
     """oltp_read_write through the engine (users on the workers' shared threads, two
     steps): MariaDB's own statement counters (global Com_*, which only this test moves
     while it runs) agree with the statements the engine reported and with the mix."""
-    engine = pytest.importorskip("tpsbench.api.engine")
+    engine = pytest.importorskip("tpsbench.engine.coordinator")
     url = mysql_url(sb_mysql)
     prepare(url, TABLES, SIZE, seed=2)
     wl, ctx = configured(url, "oltp_read_write", {"rand_type": "uniform"}, seed=13)
@@ -606,8 +614,8 @@ def test_engine_on_mariadb_sends_every_statement_of_the_mix(sb_mysql: str) -> No
             return {name: int(value) for name, value in cur.fetchall()}
 
     before = status()
-    steps = [engine.Step(users=2, duration_s=1.0, rampup_s=0.3, interval_s=0.5),
-             engine.Step(users=4, duration_s=1.0, rampup_s=0.3, interval_s=0.5)]
+    steps = [engine.LoadStep(users=2, duration_s=1.0, rampup_s=0.3, interval_s=0.5),
+             engine.LoadStep(users=4, duration_s=1.0, rampup_s=0.3, interval_s=0.5)]
     outcome = engine.run_steps(ctx, wl, steps, workers=2, live=None)
     delta = {k: v - before[k] for k, v in status().items()}
     admin.close()

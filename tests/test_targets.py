@@ -23,11 +23,12 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from tpsbench.api.batch import Batch
-from tpsbench.errors import TpsbenchError
+from tpsbench.core.batch import Batch
+from tpsbench.core.errors import TpsbenchError
 from tpsbench.targets import mysql as mysql_module
 from tpsbench.targets import open_target
-from tpsbench.targets.base import LazyRows, Target, error_codes, error_message
+from tpsbench.core.target import Target, error_codes, error_message
+from tpsbench.targets.rows import LazyRows
 from tpsbench.targets.mssql import MssqlTarget
 from tpsbench.targets.mysql import MysqlTarget, insert_statements
 from tpsbench.targets.odbc import OdbcTarget, parse_connection_string

@@ -20,14 +20,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tpsbench.api.batch import Batch, check_plain
-from tpsbench.api.workload import LoadParams, LoadTask
-from tpsbench.workloads.tpcc import loader, rand
+from tpsbench.core.batch import Batch, check_plain
+from tpsbench.core.workload import LoadParams, LoadTask
+from tpsbench.workloads.tpcc import TpccWorkload, loader, rand
 
 SEED = 20240501
 LOAD_TIME = "2024-05-01T12:00:00"
 PARAMS = LoadParams(scale=2, seed=SEED, load_time=LOAD_TIME, constants=loader.constants(SEED))
-SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "tpcc" / "postgresql.sql"
+SCHEMA = TpccWorkload.schema_file("postgresql")
 ALNUM = set(rand.ALNUM.tobytes())
 
 

@@ -24,19 +24,20 @@ import pytest
 from conftest import scratch_mysql_database, scratch_pg_database
 from sqlalchemy.engine import make_url
 
-from tpsbench.api.build import build
-from tpsbench.api.meta import read_meta
-from tpsbench.api.session import RunContext
+from tpsbench.commands.build import build
+from tpsbench.core.meta import read_meta
+from tpsbench.core.session import RunContext
 from tpsbench.targets import open_target
-from tpsbench.targets.base import Target
+from tpsbench.core.target import Target
 from tpsbench.workloads.tpcc import delivery, new_order, order_status, payment, procedures, rand, stock_level
 from tpsbench.workloads.tpcc.checks import CHECKS
-from tpsbench.workloads.tpcc.evidence import evidence, expected_evidence
+from tpsbench.workloads.tpcc.counts import database_counts, expected_counts
 from tpsbench.workloads.tpcc.mix import KEYING_S, THINK_MEAN_S, TRANSACTIONS, WEIGHTS, Deck, Draws, think_time
 from tpsbench.workloads.tpcc.new_order import UNUSED_ITEM, NewOrderInputs
 from tpsbench.workloads.tpcc.payment import PaymentInputs
 from tpsbench.workloads.tpcc.session import TpccSession
-from tpsbench.workloads.tpcc.sql import DIALECTS, statements
+from conftest import sql_dialects
+from tpsbench.workloads.tpcc.sql import statements
 
 SCALE = 2
 SEED = 7
@@ -121,7 +122,7 @@ def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
 @pytest.fixture(params=["off", "on"])
 def mode(request: pytest.FixtureRequest, db: Db) -> str:
     """The run option procedures: the statement path, then the stored procedures."""
-    if request.param == "on" and not procedures.available(statements(db.target.dialect)):
+    if request.param == "on" and not procedures.available(statements(db.target.sql)):
         pytest.skip(f"no stored procedures for {db.target.dialect}")
     return request.param
 
@@ -430,10 +431,10 @@ def assert_mix_consistent(db: Db, runner: Db, users: list[int], per_session: int
     """Run the mix through ``runner`` (``db`` or another path to the same database); then
     the evidence matches the commits exactly and every condition that holds after a run
     (1-10, 12) holds. Returns the commits."""
-    before = evidence(db.conn)
+    before = database_counts(db.conn)
     commits = run_mix(runner, users, per_session, **options)
-    after = evidence(db.conn)
-    assert {k: after[k] - before[k] for k in after} == expected_evidence(dict(commits))
+    after = database_counts(db.conn)
+    assert {k: after[k] - before[k] for k in after} == expected_counts(dict(commits))
     for check in CHECKS:
         if check.holds_after_run:
             assert db.rows(check.sql) == [], f"condition {check.number} ({check.title}) fails"
@@ -509,13 +510,16 @@ def test_think_and_keying_times() -> None:
 
 
 def test_statement_table_is_built_for_every_dialect() -> None:
-    for dialect in DIALECTS:
+    dialects = sql_dialects()
+    assert set(dialects) == {"postgresql", "mysql", "sqlite", "mssql"}
+    for dialect in dialects.values():
         for mark in ("?", "%s"):
             s = statements(dialect, mark)
             other = "%s" if mark == "?" else "?"
             texts = [v for v in vars(s).values() if isinstance(v, str)]
             assert texts and not any(other in t for t in texts)
-    assert statements("postgresql", "%s") is statements("postgresql", "%s")
-    assert "OUTPUT deleted.no_d_id" in statements("mssql").dl_delete_k[3]
-    assert statements("mssql").dl_oldest.startswith("SELECT TOP 1 ") and "LIMIT" not in statements("mssql").dl_oldest
-    assert "FOR UPDATE" not in str(vars(statements("sqlite")))
+    assert statements(dialects["postgresql"], "%s") is statements(dialects["postgresql"], "%s")
+    assert "OUTPUT deleted.no_d_id" in statements(dialects["mssql"]).dl_delete_k[3]
+    mssql = statements(dialects["mssql"])
+    assert mssql.dl_oldest.startswith("SELECT TOP 1 ") and "LIMIT" not in mssql.dl_oldest
+    assert "FOR UPDATE" not in str(vars(statements(dialects["sqlite"])))

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tpsbench.api.batch import Batch
+from tpsbench.core.batch import Batch
 
 ints = st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=50)
 alnum = st.text("abcXYZ0189", max_size=12).map(str.encode)

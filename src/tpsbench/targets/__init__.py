@@ -1,7 +1,9 @@
 """Database targets, one module each; :func:`open_target` picks one from a URL.
 
-A module here that defines ``TARGET`` (a :class:`~tpsbench.targets.base.Target`
-subclass) is found automatically, so adding a database touches nothing else.
+A module here that defines ``TARGET`` (a :class:`~tpsbench.core.target.Target`
+subclass) is found automatically, so adding a database is one module here (plus one
+DDL file per workload) and touches nothing else. Modules without ``TARGET`` are the
+targets' helpers (their fast cursors).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from functools import cache
 
 import sqlalchemy as sa
 
-from tpsbench.errors import TpsbenchError
-from tpsbench.targets.base import Target
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.redact import safe_url
+from tpsbench.core.target import Target
 
 DEFAULT_URL = "sqlite:///tpsbench.db"
 ENV_VAR = "TPSBENCH_DB"
@@ -25,8 +28,6 @@ def target_classes() -> dict[str, type[Target]]:
     """Every target module's ``TARGET``, keyed by the SQLAlchemy backend names it serves."""
     found: dict[str, type[Target]] = {}
     for info in pkgutil.iter_modules(__path__):
-        if info.name == "base":
-            continue
         cls = getattr(importlib.import_module(f"{__name__}.{info.name}"), "TARGET", None)
         if cls is not None:
             for backend in cls.backends:
@@ -48,11 +49,11 @@ def open_target(url: str | None = None) -> Target:
     try:
         parsed = sa.engine.make_url(text)
     except (sa.exc.ArgumentError, ValueError) as exc:
-        raise TpsbenchError(f"malformed database URL {text!r}: expected e.g. postgresql://user@host/db") from exc
+        raise TpsbenchError(f"malformed database URL {safe_url(text)!r}: expected e.g. postgresql://user@host/db") from exc
     classes = target_classes()
     backend, _, driver = parsed.drivername.partition("+")
     cls = classes.get("odbc" if driver == "pyodbc" and "odbc" in classes else backend)
     if cls is None:
         known = ", ".join(sorted(classes))
-        raise TpsbenchError(f"unsupported database {backend!r} in URL {text!r}; known: {known}")
+        raise TpsbenchError(f"unsupported database {backend!r} in URL {safe_url(text)!r}; known: {known}")
     return cls(parsed)

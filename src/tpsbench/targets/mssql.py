@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from tpsbench.core.sql import SqlDialect
 from tpsbench.targets.odbc import OdbcTarget
 
 #: deadlock victim, lock request timeout, snapshot update conflict, and the In-Memory
@@ -64,6 +65,9 @@ class MssqlTarget(OdbcTarget):
     backends = ("mssql",)
     odbc_backends = ("mssql",)
     dialect = "mssql"
+    sql = SqlDialect("mssql", table_lock=" WITH (UPDLOCK, ROWLOCK)", returning="output", update_join="from-join",
+                     concat="concat", top1="TOP 1 ", limit1="", begin="BEGIN TRANSACTION",
+                     commit="COMMIT TRANSACTION", rollback="ROLLBACK TRANSACTION", auto_id="")
     odbc_driver_patterns = (r"^ODBC Driver \d+ for SQL Server$", r"SQL Server")
     odbc_driver_fallback = "ODBC Driver 18 for SQL Server"
     retryable_codes: ClassVar[frozenset[int]] = RETRYABLE_CODES

@@ -1,7 +1,7 @@
 """MySQL and MariaDB, through mysqlclient (C) where installed, else PyMySQL.
 
 Driver: mysqlclient costs a fifth of PyMySQL's client CPU per statement
-(shared/reference/driver-costs.md), but it needs libmariadb-dev to build, so it is the
+(targets/mysqlclient.py), but it needs libmariadb-dev to build, so it is the
 optional extra ``fast`` and PyMySQL is the fallback that always installs. The URL can
 force either: ``mysql+pymysql://`` or ``mysql+mysqldb://``; a bare ``mysql://`` (or
 ``mariadb://``) takes the fastest one installed.
@@ -22,14 +22,17 @@ from __future__ import annotations
 import importlib
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from sqlalchemy.engine import URL
 
-from tpsbench.api.batch import NULL_TEXT, Batch
-from tpsbench.errors import TpsbenchError
-from tpsbench.targets.base import BufferedRows, LazyRows, Target, error_codes
+from tpsbench.core.batch import NULL_TEXT, Batch
+from tpsbench.core.cursor import CountingCursor
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.sql import SqlDialect
+from tpsbench.core.target import Target, error_codes
+from tpsbench.targets.mysqlclient import MysqlclientCountingCursor, MysqlclientCursor
 
 #: lock wait timeout, deadlock, table definition changed, record changed since last
 #: read (MariaDB snapshot isolation), too many concurrent transactions, NOWAIT lock
@@ -68,6 +71,9 @@ class MysqlFamily(Target):
     """
 
     dialect: ClassVar[str] = "mysql"
+    sql: ClassVar[SqlDialect] = SqlDialect(
+        "mysql", row_lock=" FOR UPDATE", returning="", update_join="join", concat="concat", int_param="?",
+        auto_id="zero", call="CALL {name}({args})", routines_end_transactions=True)
     retryable_codes: ClassVar[frozenset[int]] = RETRYABLE_CODES
     disconnect_codes: ClassVar[frozenset[int]] = DISCONNECT_CODES
 
@@ -172,158 +178,17 @@ class MysqlTarget(MysqlFamily):
         # PyMySQL raises InterfaceError(0, "") on a connection it has already closed.
         return super().is_disconnect(exc) or isinstance(exc, self.dbapi.InterfaceError)
 
+    def set_autocommit(self, conn: Any) -> None:
+        conn.autocommit(True)  # a method on both drivers
+
     def fast_cursor(self, conn: Any) -> MysqlclientCursor | None:
         """A cursor for a virtual user's hot path on mysqlclient's C connection; None on PyMySQL."""
         return MysqlclientCursor(conn) if self.driver == "mysqldb" else None
 
-
-class MysqlclientSend:
-    """Sent now, read later: how one thread waits on many users (tpsbench.api.multiplex).
-
-    For a class on mysqlclient's C connection ``conn`` that renders a statement with
-    ``_query(sql, params)`` and reads a result with ``_take()``. ``encode`` renders a
-    statement, ``send_encoded`` sends it without waiting for the answer (in autocommit
-    mode, the only mode this is for, a statement or CALL of its own); wait for
-    ``fileno()`` to be readable, then ``receive()``.
-    """
-
-    conn: Any
-
-    def _query(self, sql: str, params: Any) -> bytes:
-        raise NotImplementedError
-
-    def _take(self) -> Any:
-        raise NotImplementedError
-
-    def encode(self, sql: str, params: Any = ()) -> bytes:
-        """``sql`` with ``params`` rendered, as ``send_encoded`` sends it (a transaction's
-        first statement ahead of its turn, Multiplexer.draw_ahead)."""
-        return self._query(sql, params)
-
-    def send_encoded(self, encoded: bytes) -> None:
-        self.conn.send_query(encoded)
-
-    def fileno(self) -> int:
-        return self.conn.fileno()
-
-    def receive(self) -> bool:
-        """The sent statement's result, read as ``_take`` reads one (errors raised here);
-        always True: once the socket is readable the answer has begun, and the rest of it
-        (a few packets already on their way) is read here."""
-        self.conn.read_query_result()
-        self._take()
-        return True
-
-
-class MysqlclientCursor(MysqlclientSend, BufferedRows):
-    """The part of a DB-API cursor a virtual user needs, on mysqlclient's C connection.
-
-    What mysqlclient's own cursor sends, one layer down: the statement with its values
-    rendered as literals (``%s`` markers, text protocol), ``query`` + ``store_result``,
-    rows converted by the connection's converters (the same Python types as the
-    cursor's) when first read (MysqlRows), ``rowcount`` from affected_rows and
-    ``lastrowid`` from insert_id (which carries LAST_INSERT_ID(expr)). The cursor's
-    Python layers cost several times the client CPU of this
-    (shared/reference/driver-costs.md); most of all its ``connection.literal``, about 1
-    us a value, against a fifth of that here for the ints, strings and Decimals of the
-    benchmarks (anything else still goes through ``literal``). Errors are mysqlclient's
-    own exceptions.
-    """
-
-    description = None
-
-    def __init__(self, conn: Any) -> None:
-        from decimal import Decimal
-
-        self.conn = conn
-        self.templates: dict[str, bytes] = {}
-        string = conn.string_literal
-        self.literal: dict[type, Any] = {
-            int: lambda v: b"%d" % v,
-            str: lambda v: string(v.encode("utf8")),
-            Decimal: lambda v: str(v).encode(),
-            type(None): lambda v: b"NULL",
-        }
-        self.other = conn.literal
-        self.rows: Sequence[tuple] = ()
-        self.pos = 0
-        self.rowcount = -1
-        self.lastrowid: int | None = None
-        self._drain()  # a kept connection may still hold the last CALL's status
-
-    def execute(self, sql: str, params: Any = ()) -> MysqlclientCursor:
-        self.conn.query(self._query(sql, params))
-        self._take()
-        return self
-
-    def _query(self, sql: str, params: Any) -> bytes:
-        """The statement with its values as literals; first the last CALL's status, if unread."""
-        template = self.templates.get(sql)
-        if template is None:
-            template = self.templates[sql] = sql.encode("utf8")
-        conn = self.conn
-        if conn.more_results():
-            self._drain()
-        if not params:
-            return template
-        lit, other = self.literal, self.other
-        return template % tuple([b"%d" % v if type(v) is int else (lit.get(type(v)) or other)(v) for v in params])
-
-    def _take(self) -> None:
-        conn = self.conn
-        result = conn.store_result()
-        self.rowcount = conn.affected_rows()
-        self.lastrowid = conn.insert_id()
-        self.rows = MysqlRows(result) if result is not None else ()
-        self.pos = 0
-
-    def commit(self) -> None:
-        self._drain()
-        self.conn.commit()
-
-    def rollback(self) -> None:
-        self._drain()
-        self.conn.rollback()
-
-    def send_encoded(self, encoded: bytes) -> None:
-        """As the mixin's, after the last CALL's status if unread (``_query`` drains it
-        when it renders, but a statement rendered ahead was rendered before that CALL)."""
-        conn = self.conn
-        if conn.more_results():
-            self._drain()
-        conn.send_query(encoded)
-
-    def _drain(self) -> None:
-        """Read what a CALL left after its rows (its status), before the next command.
-
-        Deferred from execute() on purpose: the server sends a CALL's status a moment
-        after the procedure's last SELECT, and waiting for it there puts the client to
-        sleep a second time per call (bench/results/round_trip_cost.txt); by the next
-        command it has long arrived. Our procedures end with that SELECT, after their
-        COMMIT, so the status carries no error that would belong to the last call. The
-        state is the connection's (``more_results``), so a cursor made later on a kept
-        connection drains it too, as its constructor does.
-        """
-        conn = self.conn
-        while conn.more_results() and conn.next_result() == 0:
-            conn.store_result()
-
-    def close(self) -> None:
-        self.templates.clear()
-        self.rows = ()
-
-
-class MysqlRows(LazyRows):
-    """A stored result's rows (``store_result``: all of them in the client's memory),
-    converted by the connection's converters on first use."""
-
-    __slots__ = ("result",)
-
-    def __init__(self, result: Any) -> None:
-        self.length, self._rows, self.result = result.num_rows(), None, result
-
-    def _convert(self) -> tuple:
-        return self.result.fetch_row(0)
+    def counting_cursor(self, conn: Any, fast: bool = True) -> CountingCursor:
+        if fast and self.driver == "mysqldb":
+            return MysqlclientCountingCursor(conn)
+        return super().counting_cursor(conn)
 
 
 def choose_driver(url: URL) -> str:

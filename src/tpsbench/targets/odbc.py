@@ -40,10 +40,10 @@ import pyodbc
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
-from tpsbench.api.batch import Batch
-from tpsbench.errors import TpsbenchError
+from tpsbench.core.batch import Batch
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.target import Target
 from tpsbench.targets import postgresql as pg
-from tpsbench.targets.base import Target
 from tpsbench.targets.mysql import MysqlFamily
 
 #: about how much memory one ``executemany`` parameter array may take
@@ -196,6 +196,7 @@ class PostgresOdbcTarget(OdbcTarget):
     odbc_driver_patterns = (r"^PostgreSQL Unicode", r"^PostgreSQL")
     odbc_driver_fallback = "PostgreSQL Unicode"
     default_port = 5432
+    sql = pg.PostgresTarget.sql
     # psqlODBC passes the server's SQLSTATEs through; its native numbers mean nothing.
     retryable_sqlstates = OdbcTarget.retryable_sqlstates | pg.RETRYABLE_SQLSTATES
     disconnect_sqlstates = OdbcTarget.disconnect_sqlstates | pg.DISCONNECT_SQLSTATES

@@ -12,8 +12,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from tpsbench.api.batch import Batch
-from tpsbench.targets.base import Target
+from tpsbench.core.batch import Batch
+from tpsbench.core.sql import SqlDialect
+from tpsbench.core.target import Target
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -24,6 +25,7 @@ class SqliteTarget(Target):
     driver = "pysqlite"
     max_load_workers = 1
     driver_modules = ("sqlite3",)
+    sql = SqlDialect("sqlite", exact_decimals=False, begin="BEGIN IMMEDIATE")
 
     @property
     def path(self) -> str:
@@ -66,6 +68,11 @@ class SqliteTarget(Target):
 
     def placeholder(self) -> str:
         return "?"
+
+    def set_autocommit(self, conn: Any) -> None:
+        if conn.in_transaction:
+            conn.rollback()
+        conn.isolation_level = None
 
 
 TARGET = SqliteTarget

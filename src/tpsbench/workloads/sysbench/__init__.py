@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from tpsbench.api.batch import Batch
-from tpsbench.api.meta import STATE_COMPLETE, read_meta, require_complete
-from tpsbench.api.session import RunContext, RunnableWorkload, Session
-from tpsbench.api.workload import Check, LoadParams, LoadTask, Workload
-from tpsbench.errors import TpsbenchError
-from tpsbench.targets.base import Target
+from tpsbench.core.batch import Batch
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.meta import STATE_COMPLETE, read_meta, require_complete
+from tpsbench.core.session import RunContext, Session
+from tpsbench.core.target import Target
+from tpsbench.core.workload import Check, LoadParams, LoadTask, Workload
 from tpsbench.workloads.sysbench.checks import (
     SBTEST,
     checks_for,
@@ -53,7 +53,7 @@ from tpsbench.workloads.sysbench.session import SysbenchSession
 CHUNK_ROWS = 50_000
 
 
-class SysbenchWorkload(Workload, RunnableWorkload):
+class SysbenchWorkload(Workload):
     """Run one sysbench 1.0 OLTP script (--mode) on tables sbtest1..N.
 
     The tables come from `tpsbench build sysbench --tables N` or from `sysbench
@@ -72,7 +72,6 @@ class SysbenchWorkload(Workload, RunnableWorkload):
     def __init__(self) -> None:
         self.table_count = 1
         self.table_size = DEFAULT_TABLE_SIZE
-        self.dialect = ""
         self.options = SysbenchOptions()
         self.raw_options: dict[str, str] = {}
         #: every mode until configure() picks one: a run has a single transaction type
@@ -141,8 +140,8 @@ class SysbenchWorkload(Workload, RunnableWorkload):
         return {name: self.table_size for name in table_names(scale)}
 
     def checks(self) -> list[Check]:
-        """Conditions for the verified layout: call :meth:`bind` (or verify_schema) first."""
-        return checks_for(self.table_count, self.table_size, self.dialect or "postgresql")
+        """Conditions for the configured or verified layout (call verify_schema first)."""
+        return checks_for(self.table_count, self.table_size)
 
     def describe_scale(self, scale: int) -> str:
         return f"{scale} tables x {self.table_size:,} rows"
@@ -173,10 +172,10 @@ class SysbenchWorkload(Workload, RunnableWorkload):
                               f"(no tpsbench metadata) at {target.describe()}"}
         if self.options.tables and self.options.tables > tables:
             raise TpsbenchError(f"--tables {self.options.tables} but {target.describe()} has {tables} sbtest tables")
-        self.table_count, self.table_size, self.dialect = tables, size, target.dialect
+        self.table_count, self.table_size = tables, size
         return result
 
-    def evidence(self, conn: Any) -> dict[str, int]:
+    def database_counts(self, conn: Any) -> dict[str, int]:
         """Rows in all sbtest tables: oltp_insert adds one per commit, the others none.
 
         None for oltp_delete (when configured for it): a DELETE of an id already deleted
@@ -195,7 +194,7 @@ class SysbenchWorkload(Workload, RunnableWorkload):
             conn.rollback()
         return {"rows": total}
 
-    def expected_evidence(self, commits: dict[str, int]) -> dict[str, int]:
+    def expected_counts(self, commits: dict[str, int]) -> dict[str, int]:
         """oltp_insert adds a row per commit; every other mode but oltp_delete leaves the count."""
         if self.options.mode == "oltp_delete":
             return {}
@@ -204,11 +203,3 @@ class SysbenchWorkload(Workload, RunnableWorkload):
 
 WORKLOAD = SysbenchWorkload
 
-
-def prepare(url: str, tables: int, table_size: int, *, seed: int = 0, workers: int | None = None,
-            drop_existing: bool = False, show_progress: bool = False, rand_type: str = "special") -> Any:
-    """``tpsbench build sysbench``: ``tables`` x ``table_size`` rows, like ``sysbench prepare``."""
-    from tpsbench.api.build import build
-
-    return build("sysbench", tables, url, workers=workers, seed=seed, drop_existing=drop_existing,
-                 show_progress=show_progress, options={"table_size": str(table_size), "rand_type": rand_type})

@@ -5,16 +5,19 @@ Statement text is sysbench's own (same columns, same predicates, same ORDER BY),
 Texts are built once per (dialect, placeholder, tables) and shared by every session of a
 process, so the hot path only looks them up.
 
-Dialect differences are only where sysbench itself has them: the auto-increment id of
-oltp_insert (PostgreSQL leaves the column out, MySQL passes 0) and the transaction
-statements. SQLite leaves the id out like PostgreSQL (0 would be stored as id 0); SQL
-Server's table has no IDENTITY (see schemas/sysbench/mssql.sql), so its inserts carry an id.
+Dialect differences are only where sysbench itself has them, and the target's
+:class:`~tpsbench.core.sql.SqlDialect` says which: the auto-increment id of oltp_insert
+(``auto_id``: PostgreSQL and SQLite leave the column out, MySQL passes 0 as sysbench
+does; SQL Server's table has no IDENTITY, see schemas/mssql.sql, so its inserts carry an
+id) and the transaction statements (``begin``, ``commit``, ``rollback``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+
+from tpsbench.core.sql import SqlDialect
 
 #: sysbench's statements by group; ``{t}`` is the table number, ``?`` a parameter
 TEMPLATES = {
@@ -28,21 +31,12 @@ TEMPLATES = {
     "deletes": "DELETE FROM sbtest{t} WHERE id=?",
     "inserts": "INSERT INTO sbtest{t} (id, k, c, pad) VALUES (?, ?, ?, ?)",
 }
-#: oltp_insert.lua: the server picks the id
+#: oltp_insert.lua, by how the dialect leaves the id to the server (SqlDialect.auto_id)
 INSERT_AUTO = {
-    "postgresql": "INSERT INTO sbtest{t} (k, c, pad) VALUES (?, ?, ?)",
-    "sqlite": "INSERT INTO sbtest{t} (k, c, pad) VALUES (?, ?, ?)",
-    "mysql": "INSERT INTO sbtest{t} (id, k, c, pad) VALUES (0, ?, ?, ?)",
-    "mssql": "INSERT INTO sbtest{t} (id, k, c, pad) VALUES (?, ?, ?, ?)",
+    "omit": "INSERT INTO sbtest{t} (k, c, pad) VALUES (?, ?, ?)",
+    "zero": "INSERT INTO sbtest{t} (id, k, c, pad) VALUES (0, ?, ?, ?)",
+    "": "INSERT INTO sbtest{t} (id, k, c, pad) VALUES (?, ?, ?, ?)",
 }
-#: dialects whose oltp_insert must bring its own id (no auto-increment column)
-CLIENT_IDS = frozenset({"mssql"})
-#: SQLite: IMMEDIATE takes the write lock at BEGIN, so two users never both hold a read
-#: lock and then deadlock upgrading it (SQLite answers that with an instant "locked"
-#: that no busy timeout waits out); the others' plain BEGIN is what sysbench sends.
-BEGIN = {"mssql": "BEGIN TRANSACTION", "sqlite": "BEGIN IMMEDIATE"}
-COMMIT = {"mssql": "COMMIT TRANSACTION"}
-ROLLBACK = {"mssql": "ROLLBACK TRANSACTION"}
 
 
 @dataclass(frozen=True)
@@ -68,29 +62,30 @@ def _mark(text: str, placeholder: str) -> str:
 
 
 @cache
-def sql_set(dialect: str, placeholder: str, tables: int, random_points: int = 10, number_of_ranges: int = 10) -> SqlSet:
+def sql_set(dialect: SqlDialect, placeholder: str, tables: int, random_points: int = 10,
+            number_of_ranges: int = 10) -> SqlSet:
     """The statements of ``tables`` tables for one dialect and driver placeholder (cached)."""
     by_group: dict[str, tuple[str, ...]] = {}
-    templates = dict(TEMPLATES, insert_auto=INSERT_AUTO.get(dialect, INSERT_AUTO["postgresql"]))
+    templates = dict(TEMPLATES, insert_auto=INSERT_AUTO[dialect.auto_id])
     for group, template in templates.items():
         by_group[group] = ("",) + tuple(_mark(template.format(t=t), placeholder) for t in range(1, tables + 1))
     # select_random_points.lua / select_random_ranges.lua: table sbtest1 only
     points = ", ".join(["?"] * random_points)
     ranges = " OR ".join(["k BETWEEN ? AND ?"] * number_of_ranges)
     return SqlSet(
-        dialect=dialect,
+        dialect=dialect.name,
         by_group=by_group,
         random_points=_mark(f"SELECT id, k, c, pad FROM sbtest1 WHERE k IN ({points})", placeholder),
         random_ranges=_mark(f"SELECT count(k) FROM sbtest1 WHERE {ranges}", placeholder),
-        begin=BEGIN.get(dialect, "BEGIN"),
-        commit=COMMIT.get(dialect, "COMMIT"),
-        rollback=ROLLBACK.get(dialect, "ROLLBACK"),
-        client_ids=dialect in CLIENT_IDS,
+        begin=dialect.begin,
+        commit=dialect.commit,
+        rollback=dialect.rollback,
+        client_ids=not dialect.auto_id,
     )
 
 
 def table_ddl(template_statements: list[str], tables: int) -> list[str]:
-    """The statements of a schemas/sysbench/<dialect>.sql part for tables 1..``tables``.
+    """The statements of a schemas/<dialect>.sql part for tables 1..``tables``.
 
     The file describes one table with ``{n}`` where sysbench puts the table number
     (``sbtest{n}``, ``k_{n}``); each statement is repeated per table, table by table, as

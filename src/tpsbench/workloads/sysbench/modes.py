@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-from tpsbench.api.workload import Option
-from tpsbench.errors import TpsbenchError
+from tpsbench.core.workload import Option
+from tpsbench.core.errors import TpsbenchError
 from tpsbench.workloads.sysbench.rand import RAND_TYPES, RandParams
 
 #: every sysbench OLTP script, the default first
@@ -27,8 +27,8 @@ MODES = (
 DEFAULT_MODE = MODES[0]
 #: sysbench's default --table-size when neither the schema nor the options say
 DEFAULT_TABLE_SIZE = 10_000
-#: run options that belong to the engine, not to sysbench: accepted and left alone
-ENGINE_OPTIONS = frozenset({"think", "pacing", "warehouses"})
+#: run options that the engine reads (think times on or off), not sysbench: accepted and left alone
+ENGINE_OPTIONS = frozenset({"think"})
 
 #: statement groups (one table per group) and what sysbench counts each statement as when
 #: it finds its row: a SELECT is a read; INSERT, UPDATE and DELETE are writes

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tpsbench.errors import TpsbenchError
+from tpsbench.core.errors import TpsbenchError
 
 RAND_TYPES = ("uniform", "gaussian", "special", "pareto", "zipfian")
 DEFAULT_RAND_TYPE = "special"

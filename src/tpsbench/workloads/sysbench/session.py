@@ -6,8 +6,8 @@ numbers, ids, k values and strings), so that a retry after a deadlock sends the 
 statements again; :meth:`SysbenchSession.transaction` only sends them.
 
 sysbench's summary splits queries into read/write/other. The session counts the same way,
-statement by statement, from what the server answered (see driver.py), as sysbench counts
-its queries: every statement the server executed, the ROLLBACK after a failed transaction
+statement by statement, from what the server answered (the target's counting cursor,
+tpsbench.core.cursor), as sysbench counts its queries: every statement the server executed, the ROLLBACK after a failed transaction
 included. ``statement_counts`` holds the totals since the session opened; the engine
 reports their growth per interval (worker.py), which is how a step's QPS splits exactly
 as sysbench's does. ``SysbenchWorkload.statement_mix`` gives the nominal numbers per
@@ -22,9 +22,9 @@ import random
 from collections.abc import Callable, Generator
 from typing import Any
 
-from tpsbench.api.session import RunContext, Session, Statement
-from tpsbench.targets.base import Target, error_codes, set_autocommit
-from tpsbench.workloads.sysbench import driver
+from tpsbench.core.cursor import KINDS, CountingCursor, Statement
+from tpsbench.core.session import RunContext, Session
+from tpsbench.core.target import Target, error_codes
 from tpsbench.workloads.sysbench.common import SqlSet, sql_set
 from tpsbench.workloads.sysbench.modes import (
     DEFAULT_TABLE_SIZE,
@@ -56,7 +56,7 @@ class SysbenchSession(Session):
         self.tables = opts.tables or ctx.scale or 1
         self.table_size = opts.table_size or int(ctx.constants.get("table_size", DEFAULT_TABLE_SIZE))
         self.rand = SbRand(random.Random(f"sysbench/{ctx.seed}/{opts.mode}/{user_id}"), opts.rand)
-        self.sql: SqlSet = sql_set(target.dialect, target.placeholder(), self.tables,
+        self.sql: SqlSet = sql_set(target.sql, target.placeholder(), self.tables,
                                    opts.random_points, opts.number_of_ranges)
         self.fast = opts.client == "fast" if fast is None else fast
         # select_random_*.lua: each thread works on its own slice of k values
@@ -65,9 +65,9 @@ class SysbenchSession(Session):
         #: oltp_insert ids where the table has no auto-increment (SQL Server): negative,
         #: so never an id of the prepared rows, and unique per user
         self.next_client_id = -1 - user_id
-        #: statements executed, indexed by driver.READ / WRITE / OTHER
+        #: statements executed, indexed by tpsbench.core.cursor.READ / WRITE / OTHER
         self.totals = [0, 0, 0]
-        self.runner: driver.StatementRunner | None = None
+        self.runner: CountingCursor | None = None
         #: BEGIN, COMMIT and ROLLBACK of the dialect, as statements without parameters
         self.begin: Statement = (self.sql.begin, ())
         self.commit: Statement = (self.sql.commit, ())
@@ -78,19 +78,20 @@ class SysbenchSession(Session):
         self.one_statement = sum(statement_mix(opts).values()) == 1
         self.rebind(conn)
 
-    @property
+    @property  # type: ignore[override]
     def statement_counts(self) -> dict[str, int]:
         """Statements executed since the session opened, by sysbench's kinds (read, write, other)."""
-        return dict(zip(driver.KINDS, self.totals))
+        return dict(zip(KINDS, self.totals))
 
     # -- the Session interface --------------------------------------------------------
     def rebind(self, conn: Any) -> None:
-        """Autocommit on the (new) connection and a fresh runner: prepared statements are per connection."""
+        """Autocommit on the (new) connection and a fresh counting cursor: prepared
+        statements are per connection."""
         if self.runner is not None:
             self.runner.close()
         self.conn = conn
-        set_autocommit(conn)  # BEGIN and COMMIT are statements of their own, as sysbench sends them
-        self.runner = self.transaction_cursor = driver.runner_for(conn, self.fast)
+        self.target.set_autocommit(conn)  # BEGIN and COMMIT are statements of their own, as sysbench sends them
+        self.runner = self.transaction_cursor = self.target.counting_cursor(conn, self.fast)  # type: ignore[assignment]
 
     def next_transaction(self) -> str:
         return self.mode

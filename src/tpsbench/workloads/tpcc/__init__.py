@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tpsbench.api.batch import Batch
-from tpsbench.api.session import RunContext, RunnableWorkload, Session
-from tpsbench.api.workload import Check, LoadParams, LoadTask, Workload
-from tpsbench.errors import TpsbenchError
-from tpsbench.targets.base import Target
-from tpsbench.workloads.tpcc import evidence, loader, mix
+from tpsbench.core.batch import Batch
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.schema import install_routines
+from tpsbench.core.session import RunContext, Session
+from tpsbench.core.target import Target
+from tpsbench.core.workload import Check, LoadParams, LoadTask, Workload
+from tpsbench.workloads.tpcc import counts, loader, mix
 from tpsbench.workloads.tpcc.checks import CHECKS
 from tpsbench.workloads.tpcc.session import RUN_OPTIONS, TpccSession, uses_procedures
 from tpsbench.workloads.tpcc.sql import statements
@@ -27,7 +28,7 @@ from tpsbench.workloads.tpcc.sql import statements
 USERS_PER_WORKER = 100
 
 
-class TpccWorkload(Workload, RunnableWorkload):
+class TpccWorkload(Workload):
     """TPC-C-like: New-Order, Payment, Order-Status, Delivery and Stock-Level, 45/43/4/4/4.
 
     Each user keeps a home warehouse (user number modulo warehouses) unless
@@ -40,6 +41,7 @@ class TpccWorkload(Workload, RunnableWorkload):
     scale_unit = "warehouses"
     run_options = RUN_OPTIONS
     transaction_names = mix.TRANSACTIONS
+    main_metric = ("tpmC", "new_order", 60.0)
 
     def constants(self, seed: int) -> dict[str, int]:
         return loader.constants(seed)
@@ -64,12 +66,10 @@ class TpccWorkload(Workload, RunnableWorkload):
 
     def prepare_run(self, target: Target, options: Mapping[str, str]) -> str | None:
         """Install the stored procedures when the run calls them (procedures=on/auto)."""
-        from tpsbench.api.build import install_routines  # the build side imports the workloads
-
-        if not uses_procedures(dict(options), statements(target.dialect)):
+        if not uses_procedures(dict(options), statements(target.sql)):
             return None
         try:
-            names = install_routines(self.name, target)
+            names = install_routines(self, target)
         except TpsbenchError as exc:
             raise TpsbenchError(f"{exc} (run with --procedures off to send statements instead)") from exc
         return f"tpcc: one stored-procedure call per transaction ({', '.join(names)}; --procedures off: statements)"
@@ -81,13 +81,13 @@ class TpccWorkload(Workload, RunnableWorkload):
         users on 2 cores: one worker spent 18-27% less driver CPU per transaction than
         two, at the same TPS (bench/results/engine_tpcc.txt). The statement path, a
         thread per user and several round trips per transaction, spreads as before."""
-        return USERS_PER_WORKER if uses_procedures(dict(options), statements(target.dialect)) else 1
+        return USERS_PER_WORKER if uses_procedures(dict(options), statements(target.sql)) else 1
 
-    def evidence(self, conn: Any) -> dict[str, int]:
-        return evidence.evidence(conn)
+    def database_counts(self, conn: Any) -> dict[str, int]:
+        return counts.database_counts(conn)
 
-    def expected_evidence(self, commits: dict[str, int]) -> dict[str, int]:
-        return evidence.expected_evidence(commits)
+    def expected_counts(self, commits: dict[str, int]) -> dict[str, int]:
+        return counts.expected_counts(commits)
 
 
 WORKLOAD = TpccWorkload

@@ -7,7 +7,7 @@ PostgreSQL, MySQL/MariaDB and SQL Server. Money comparisons allow less than half
 cent of difference: exact on engines with decimals, and immune to SQLite's floats.
 """
 
-from tpsbench.api.workload import Check
+from tpsbench.core.workload import Check
 
 #: money values differ if they differ by half a cent or more
 DIFFERS = "> 0.004"

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from tpsbench.api.batch import Batch
-from tpsbench.api.workload import LoadParams, LoadTask
+from tpsbench.core.batch import Batch
+from tpsbench.core.workload import LoadParams, LoadTask
 from tpsbench.workloads.tpcc import rand
 
 DISTRICTS_PER_WAREHOUSE = 10

@@ -55,8 +55,8 @@ class Deck:
 
     __slots__ = ("_deal",)
 
-    def __init__(self, gen: np.random.Generator, weights: dict[str, int] = WEIGHTS) -> None:
-        cards = np.array([name for name, count in weights.items() for _ in range(count)], dtype=object)
+    def __init__(self, gen: np.random.Generator) -> None:
+        cards = np.array([name for name, count in WEIGHTS.items() for _ in range(count)], dtype=object)
         self._deal: Iterator[str] = chain.from_iterable(map(_shuffled, repeat(cards), repeat(gen)))
 
     def draw(self) -> str:

@@ -21,7 +21,7 @@ and friends), so the same seed gives the same transactions either way; the outpu
 the same dataclasses. Order-Status and Stock-Level are one statement each already and
 run as such, in autocommit. Each transaction is split in two (:data:`CALLS`): the
 statement to send, and its result read back (or :func:`failed`), so that the engine can
-send one user's call and wait on many users' sockets at once (tpsbench.api.multiplex).
+send one user's call and wait on many users' sockets at once (tpsbench.engine.multiplex).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tpsbench.targets.base import error_codes
+from tpsbench.core.target import error_codes
 from tpsbench.workloads.tpcc import order_status, stock_level
 from tpsbench.workloads.tpcc.delivery import DeliveryInputs, DeliveryOutput
 from tpsbench.workloads.tpcc.new_order import NewOrderInputs, NewOrderOutput
@@ -41,7 +41,8 @@ ROLLBACK_SQLSTATE = "TPCC1"
 
 
 def available(s: Statements) -> bool:
-    """True where the dialect has the procedures (PostgreSQL, MySQL/MariaDB)."""
+    """True where the dialect calls routines (PostgreSQL, MySQL/MariaDB); the DDL file
+    of the database then has the procedures."""
     return s.call_new_order is not None
 
 
@@ -53,16 +54,18 @@ def failed(name: str, error: Exception) -> None:
 
 
 def _new_order_request(s: Statements, inp: NewOrderInputs) -> tuple[str, tuple]:
-    """The lines go as three lists of numbers: PostgreSQL array literals, comma-separated
-    text for MySQL (no array parameters); every driver sends text alike.
+    """The lines go as three lists of numbers in the dialect's ``int_list`` form
+    (PostgreSQL array literals, comma-separated text for MySQL, which has no array
+    parameters); every driver sends text alike.
 
     Numbers by str(), not looked up in a table of their texts: the table (6 MB for every
     item id) saved instructions, but each lookup of a random item missed the caches the
     database had just filled (perf: a twentieth of the worker's CPU in tuple lookups)."""
     supply = ",".join([str(inp.w_id)] * len(inp.supply) if inp.all_local else map(str, inp.supply))
     items, quantities = ",".join(map(str, inp.items)), ",".join(map(str, inp.quantities))
-    if s.dialect.name == "postgresql":
-        items, supply, quantities = "{" + items + "}", "{" + supply + "}", "{" + quantities + "}"
+    form = s.dialect.int_list
+    if form != "%s":
+        items, supply, quantities = form % items, form % supply, form % quantities
     return s.call_new_order, (inp.w_id, inp.d_id, inp.c_id, inp.all_local, items, supply, quantities)
 
 
@@ -113,10 +116,11 @@ def result(cur: Any, name: str) -> Sequence[tuple]:
 
 
 def answers_rollback(s: Statements) -> bool:
-    """Whether a New-Order call's answer can say it rolled back: MySQL's procedure rolls
-    the unused item back itself and answers with a NULL O_ID. PostgreSQL's raises
-    instead (:func:`failed`), so its answers need no look at all."""
-    return s.dialect.name != "postgresql"
+    """Whether a New-Order call's answer can say it rolled back: where routines end their
+    own transactions (MySQL) the procedure rolls the unused item back itself and answers
+    with a NULL O_ID. Elsewhere (a PostgreSQL function) it raises instead (:func:`failed`),
+    so its answers need no look at all."""
+    return s.dialect.routines_end_transactions
 
 
 #: per transaction: (the one statement and its parameters, from the inputs; the output,

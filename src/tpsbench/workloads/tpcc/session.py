@@ -37,10 +37,10 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tpsbench.api.session import RunContext, Session, Statement
-from tpsbench.api.workload import Option
-from tpsbench.errors import TpsbenchError
-from tpsbench.targets.base import Target, set_autocommit
+from tpsbench.core.session import RunContext, Session, Statement
+from tpsbench.core.workload import Option
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.target import Target
 from tpsbench.workloads.tpcc import delivery, new_order, order_status, payment, procedures, stock_level
 from tpsbench.workloads.tpcc.loader import DISTRICTS_PER_WAREHOUSE
 from tpsbench.workloads.tpcc.mix import Deck, Draws, keying_time, run_constants, think_time
@@ -119,7 +119,7 @@ class TpccSession(Session):
             raise TpsbenchError(f"TPC-C: {exc}; rebuild the database") from exc
         self.draw = Draws(ctx.seed, user_id, ctx.scale, self.c_run)
         self.deck = Deck(self.draw.gen)
-        self.stmts = statements(target.dialect, target.placeholder())
+        self.stmts = statements(target.sql, target.placeholder())
         #: one stored-procedure call per transaction, in autocommit (procedures.py)
         self.procedures = self.one_statement = uses_procedures(ctx.options, self.stmts)
         #: whether a New-Order call's answer must be looked at for its rollback
@@ -128,9 +128,6 @@ class TpccSession(Session):
         #: still to decode: (its answer function, its rows, its inputs)
         self._output: object = None
         self._answer: tuple[Callable[[Sequence[tuple], Any], Any], Sequence[tuple], object] | None = None
-        #: Delivery's districts delivered and skipped (no undelivered order), §2.7.2.3
-        self.delivered_districts = 0
-        self.skipped_districts = 0
         self.rebind(conn)
 
     def next_transaction(self) -> str:
@@ -156,7 +153,7 @@ class TpccSession(Session):
             with contextlib.suppress(Exception):  # the connection may be gone; the first error matters
                 self._rollback()
             raise
-        self._note(name, output)
+        self._output, self._answer = output, None
         return True
 
     def call(self, name: str, inputs: object) -> Statement:
@@ -172,11 +169,8 @@ class TpccSession(Session):
         rows = procedures.result(self.cur, name)
         if name == "new_order" and self.answers_rollback and rows[0][0] is None:
             return False  # MySQL's procedure rolled the unused item back itself
-        answer = procedures.CALLS[name][1]
-        if name == "delivery":  # its districts are counted
-            self._note(name, answer(rows, inputs))
-        else:  # decoded when read: the run only counts it (procedures.result)
-            self._answer = answer, rows, inputs
+        # decoded when read: the run only counts it (procedures.result)
+        self._answer = procedures.CALLS[name][1], rows, inputs
         return True
 
     @property
@@ -185,14 +179,8 @@ class TpccSession(Session):
         and debugging look at it)."""
         if self._answer is not None:
             answer, rows, inputs = self._answer
-            self._note("", answer(rows, inputs))
+            self._output, self._answer = answer(rows, inputs), None
         return self._output
-
-    def _note(self, name: str, output: object) -> None:
-        self._output, self._answer = output, None
-        if name == "delivery":
-            self.delivered_districts += len(output.delivered)  # type: ignore[attr-defined]
-            self.skipped_districts += len(output.skipped)  # type: ignore[attr-defined]
 
     def keying_time(self, name: str) -> float:
         return keying_time(name, self.think)
@@ -204,10 +192,10 @@ class TpccSession(Session):
         """Take ``conn`` and the target's fast cursor on it, else set it up for prepared
         statements (psycopg's cursor) or take a plain cursor."""
         self.conn = conn
-        fast = getattr(self.target, "fast_cursor", None) if self.fast else None
-        cur = fast(conn) if fast is not None else None  # first: it reads what a kept connection holds
+        # first: it reads what a kept connection holds
+        cur = self.target.fast_cursor(conn) if self.fast else None
         if self.procedures:
-            set_autocommit(conn)  # each call is its own transaction
+            self.target.set_autocommit(conn)  # each call is its own transaction
         if cur is not None:
             self.cur = cur
             self._commit, self._rollback = cur.commit, cur.rollback

@@ -1,7 +1,8 @@
-"""The SQL of the five TPC-C transactions, one table of statements for every dialect.
+"""The SQL of the five TPC-C transactions, one table of statements for every database.
 
-Each statement is written once, in the SQL the four dialects share; a :class:`Dialect`
-says what differs and the builders below substitute it:
+Each statement is written once, in the SQL the databases share; the target's
+:class:`~tpsbench.core.sql.SqlDialect` says what differs and the builders below
+substitute it:
 
 - the parameter marker (``?`` or ``%s``: it comes from the target, because one dialect
   can be reached through drivers of either style, e.g. MySQL through mysqlclient or ODBC);
@@ -34,45 +35,15 @@ the table is cached per (dialect, marker): nothing is formatted per transaction.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
 
+from tpsbench.core.sql import SqlDialect
 from tpsbench.workloads.tpcc.loader import DISTRICTS_PER_WAREHOUSE, OL_CNT_MAX
 
 #: the most order lines, hence distinct stock rows and items, one New-Order can touch
 MAX_LINES = OL_CNT_MAX
 
-
-@dataclass(frozen=True)
-class Dialect:
-    """What one SQL dialect does differently from the others (see the module docstring)."""
-
-    name: str
-    row_lock: str = ""  # appended to a locking SELECT
-    table_lock: str = ""  # appended to the table name of a locking SELECT
-    top1: str = ""  # "TOP 1 " after SELECT (SQL Server) ...
-    limit1: str = " LIMIT 1"  # ... or LIMIT 1 after ORDER BY (the others)
-    returning: str = "returning"  # "returning", "output" or "" (none)
-    update_join: str = "from"  # "from", "join" or "from-join"
-    concat: str = "||"  # "||" or "concat"
-    #: an integer parameter where no column gives it a type (CASE ?, SELECT ? AS x): ODBC
-    #: drivers may send an untyped or text value that PostgreSQL would not compare to an int
-    int_param: str = "CAST(? AS INTEGER)"
-    round_money: bool = False
-
-
-DIALECTS = {
-    "sqlite": Dialect("sqlite", round_money=True),
-    "postgresql": Dialect("postgresql", row_lock=" FOR UPDATE"),
-    "mysql": Dialect(
-        "mysql", row_lock=" FOR UPDATE", returning="", update_join="join", concat="concat", int_param="?",
-    ),
-    "mssql": Dialect(
-        "mssql", table_lock=" WITH (UPDLOCK, ROWLOCK)", returning="output", update_join="from-join", concat="concat",
-        top1="TOP 1 ", limit1="",
-    ),
-}
 
 #: Customer columns shown by Payment (§2.5.3.3), in order
 PAY_CUSTOMER = (
@@ -94,7 +65,7 @@ CUSTOMER_KEY = {"id": "c_id = ?", "name": f"c_id = {MIDDLE_CUSTOMER}"}
 
 
 class Statements:
-    """Every statement of the five transactions for one dialect and parameter marker.
+    """Every statement of the five transactions for one SQL dialect and parameter marker.
 
     Attributes ending in ``_k`` are tuples indexed by a count (index 0 unused).
     Attributes a dialect does not use are None.
@@ -107,18 +78,18 @@ class Statements:
     # ... and only where it has not (MySQL)
     pay_select = pay_update = None
 
-    def __init__(self, d: Dialect, mark: str) -> None:
+    def __init__(self, d: SqlDialect, mark: str) -> None:
         self.dialect = d
         #: True where DML can return the rows it touched (all but MySQL)
         self.returning = bool(d.returning)
         #: what a Decimal amount is bound as: sqlite3 cannot bind Decimal, and a double
         #: is what SQLite would store anyway
-        self.bind_money: Callable[[Decimal], object] = float if d.round_money else _same
+        self.bind_money: Callable[[Decimal], object] = _same if d.exact_decimals else float
         s = self._build(d)
         for name, text in s.items():
             setattr(self, name, _mark(text, mark))
 
-    def _build(self, d: Dialect) -> dict:
+    def _build(self, d: SqlDialect) -> dict:
         """The statements by attribute name: one flat table, in transaction order."""
         s: dict = {}
         money = _money(d)
@@ -262,15 +233,11 @@ class Statements:
 
 
 @cache
-def statements(dialect: str, mark: str = "?") -> Statements:
-    """The statement table of ``dialect`` (a target's ``dialect``) with marker ``mark``."""
-    try:
-        d = DIALECTS[dialect]
-    except KeyError:
-        raise ValueError(f"TPC-C has no SQL for dialect {dialect!r}; known: {', '.join(DIALECTS)}") from None
+def statements(dialect: SqlDialect, mark: str = "?") -> Statements:
+    """The statement table of a target's ``sql`` dialect with its parameter marker ``mark``."""
     if mark not in ("?", "%s"):
         raise ValueError(f"unsupported parameter marker {mark!r}")
-    return Statements(d, mark)
+    return Statements(dialect, mark)
 
 
 def to_decimal(value: object) -> Decimal:
@@ -304,7 +271,7 @@ def _pairs(a: str, b: str, k: int) -> str:
     return "(" + " OR ".join([f"({a} = ? AND {b} = ?)"] * k) + ")"
 
 
-def _returning(d: Dialect, head: str, where: str, columns: str, table: str = "inserted") -> str:
+def _returning(d: SqlDialect, head: str, where: str, columns: str, table: str = "inserted") -> str:
     """``head where RETURNING columns``, SQL Server's ``head OUTPUT table.columns where``,
     or just ``head where`` on a dialect that can return nothing (MySQL)."""
     if not d.returning:
@@ -315,7 +282,7 @@ def _returning(d: Dialect, head: str, where: str, columns: str, table: str = "in
     return f"{head} {where} RETURNING {columns}"
 
 
-def _update_from(d: Dialect, table: str, assignments: str, source: str, condition: str) -> str:
+def _update_from(d: SqlDialect, table: str, assignments: str, source: str, condition: str) -> str:
     """UPDATE ``table`` joined to ``source`` on ``condition`` in the dialect's syntax.
 
     The shapes put SET and the join condition in different orders, so ``assignments``
@@ -340,25 +307,25 @@ PROCEDURE_PARAMS = {
 }
 
 
-def _calls(d: Dialect) -> dict[str, str]:
-    """The call of each procedure: a SELECT of a PostgreSQL function, a MySQL CALL."""
-    if d.name == "postgresql":
-        return {f"call_{name}": f"SELECT * FROM tpcc_{name}({', '.join(f'CAST(? AS {t})' for t in types)})"
-                for name, types in PROCEDURE_PARAMS.items()}
-    if d.name == "mysql":
-        return {f"call_{name}": f"CALL tpcc_{name}({', '.join('?' * len(types))})"
-                for name, types in PROCEDURE_PARAMS.items()}
-    return {}
+def _calls(d: SqlDialect) -> dict[str, str]:
+    """The call of each procedure in the dialect's form (a SELECT of a PostgreSQL function,
+    a MySQL CALL); none where the dialect calls no routines."""
+    if not d.call:
+        return {}
+    return {f"call_{name}": d.call.format(name=f"tpcc_{name}",
+                                          args=", ".join(d.call_arg.format(type=t) for t in types))
+            for name, types in PROCEDURE_PARAMS.items()}
 
 
-def _concat(d: Dialect, *parts: str) -> str:
+def _concat(d: SqlDialect, *parts: str) -> str:
     if d.concat == "concat":
         return f"CONCAT({', '.join(parts)})"
     return " || ".join(parts)
 
 
-def _money(d: Dialect) -> Callable[[str], str]:
-    """Wrap a money expression so that SQLite stores it rounded to cents."""
-    if d.round_money:
+def _money(d: SqlDialect) -> Callable[[str], str]:
+    """Wrap a money expression so that a database without exact decimals (SQLite) stores
+    it rounded to cents."""
+    if not d.exact_decimals:
         return lambda expr: f"ROUND({expr}, 2)"
     return lambda expr: expr

@@ -1,0 +1,148 @@
+"""Build a workload's database: schema, parallel deterministic load, indexes, statistics.
+
+The coordinator (this process) creates the tables, hands load tasks to worker processes
+(tpsbench.commands.load), shows their progress, then builds the secondary indexes once
+the data is in (faster than maintaining them row by row), creates the stored procedures
+the schema file has, and refreshes planner statistics.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tpsbench import __version__
+from tpsbench.commands.load import load
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.meta import STATE_BUILDING, STATE_COMPLETE, clear_meta, read_meta, write_meta
+from tpsbench.core.schema import execute_ddl, install_routines, routines, split_ddl
+from tpsbench.core.target import Target
+from tpsbench.core.workload import LoadParams
+from tpsbench.report.progress import LoadProgress
+from tpsbench.targets import open_target
+from tpsbench.workloads import get_workload
+
+
+@dataclass
+class BuildResult:
+    workload: str
+    scale: int
+    seed: int
+    workers: int
+    seconds: float
+    rows: dict[str, int]
+
+
+def build(
+    workload: str,
+    scale: int,
+    url: str | None = None,
+    *,
+    workers: int | None = None,
+    seed: int = 0,
+    drop_existing: bool = False,
+    load_time: str | None = None,
+    show_progress: bool = True,
+    options: Mapping[str, str] | None = None,
+) -> BuildResult:
+    """Create and load ``workload`` at ``scale`` in the database at ``url``.
+
+    Refuses to touch existing tables of the workload unless ``drop_existing``; the data
+    depends only on ``seed`` (and ``load_time``, the value of every "now" column),
+    never on ``workers``. ``options`` are the workload's build options (sysbench's
+    table_size ...).
+    """
+    wl = get_workload(workload)
+    wl.configure(options or {})
+    if scale < 1:
+        raise TpsbenchError(f"scale must be a whole number >= 1, got {scale}")
+    target = open_target(url)
+    target.ensure_database()
+    found = sorted(wl.owned_tables(target.table_names()))
+    if (found or read_meta(target, wl.name)) and not drop_existing:
+        listed = ", ".join(found) or "tpsbench_meta entries"
+        raise TpsbenchError(
+            f"{target.describe()} already has {wl.name} tables ({listed}); add --drop-existing to replace them"
+        )
+    drop(wl.name, target)
+
+    workers = _worker_count(workers, target)
+    params = LoadParams(
+        scale=scale,
+        seed=seed,
+        load_time=load_time or dt.datetime.now().replace(microsecond=0).isoformat(sep=" "),
+        constants=wl.constants(seed),
+    )
+    started = time.monotonic()
+    write_meta(target, wl.name, {
+        "state": STATE_BUILDING, "scale": scale, "seed": seed, "load_time": params.load_time,
+        "tool_version": __version__, "workers": workers, "runs": 0,
+        **{f"const_{k}": v for k, v in params.constants.items()},
+    })
+    schema = wl.schema_file(target.dialect)
+    if not schema.exists():
+        raise TpsbenchError(f"{wl.name} has no DDL for {target.dialect} ({schema} is missing)")
+    tables_ddl, index_ddl = split_ddl(schema.read_text())
+    execute_ddl(target, wl.expand_ddl(tables_ddl, scale), "creating tables")
+
+    title = f"build {wl.name} {wl.describe_scale(scale)} on {target.describe()} with {workers} worker(s)"
+    with LoadProgress(title, wl.expected_rows(scale, seed), enabled=show_progress) as progress:
+        rows = load(target, wl, wl.tasks(scale), params, workers, progress.add)
+    execute_ddl(target, wl.expand_ddl(index_ddl, scale), "building indexes")
+    install_routines(wl, target)
+    conn = target.connect()
+    try:
+        with target.translate_errors("refreshing statistics"):
+            target.after_load(conn, list(wl.table_names(scale)))
+    finally:
+        conn.close()
+    seconds = time.monotonic() - started
+    write_meta(target, wl.name, {"state": STATE_COMPLETE, "built_seconds": f"{seconds:.1f}"})
+    return BuildResult(wl.name, scale, seed, workers, seconds, rows)
+
+
+def drop(workload: str, target: Target | str | None = None) -> list[str]:
+    """Drop the workload's own tables and metadata, nothing else; returns what was dropped."""
+    wl = get_workload(workload)
+    target = target if isinstance(target, Target) else open_target(target)
+    present = target.table_names()
+    dropped = wl.owned_tables(present)
+    execute_ddl(target, [f"DROP TABLE {t}" for t in dropped], "dropping tables")
+    execute_ddl(target, [f"DROP {kind} IF EXISTS {name}" for kind, name, _ in routines(wl, target)],
+                "dropping stored procedures")
+    clear_meta(target, wl.name)
+    return dropped
+
+
+def _worker_count(requested: int | None, target: Target) -> int:
+    count = requested if requested is not None else (os.cpu_count() or 1)
+    if count < 1:
+        raise TpsbenchError(f"--workers must be >= 1, got {count}")
+    if target.max_load_workers is not None:
+        count = min(count, target.max_load_workers)
+    return count
+
+
+@dataclass(frozen=True)
+class SizeEstimate:
+    scale: int
+    dialect: str
+    megabytes: float
+    basis: str
+
+
+def estimate_size(workload: str, scale: int, url: str | None = None) -> SizeEstimate:
+    """On-disk size of ``workload`` built at ``scale`` on the database at ``url``, from the
+    per-scale sizes measured on that engine (the workload's scale_factors.toml)."""
+    wl = get_workload(workload)
+    dialect = open_target(url).dialect
+    sizes = wl.scale_factors().get("size", {})
+    entry = sizes.get(dialect)
+    if entry is None:
+        known = ", ".join(sizes) or "none"
+        raise TpsbenchError(f"no measured {workload} sizes for {dialect}; measured: {known}")
+    mb = entry["fixed_mb"] + scale * entry["per_scale_mb"]
+    return SizeEstimate(scale, dialect, mb, entry.get("measured", ""))

@@ -1,0 +1,165 @@
+"""Run a workload at stepped user loads and record it: the API behind ``tpsbench run``.
+
+The runner ties the parts together and adds what no single part can know: the run's
+identity in the results store (configuration, seed, server settings, storage label),
+the step observers that read beside every step (host CPU by default), and the honesty
+check. Before the first step it reads the database's own counts (for TPC-C the sum of
+D_NEXT_O_ID and the count of HISTORY rows), after the last step again, and compares the
+change with what the driver counted as committed over the whole run, ramp-ups and
+in-flight tails included. A mismatch is printed loudly and stored with the run: a
+benchmark that miscounts is worse than none.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tpsbench import __version__
+from tpsbench.commands.build import build
+from tpsbench.core.meta import note_run_started, read_meta
+from tpsbench.core.session import RunContext
+from tpsbench.core.target import Target
+from tpsbench.core.workload import Workload
+from tpsbench.engine.coordinator import LoadStep, RunOutcome, RunStatus, StepOutcome, plan_run, run_plan
+from tpsbench.measure.host_cpu import HostCpu
+from tpsbench.measure.observers import StepObserver
+from tpsbench.measure.reports import IntervalReport
+from tpsbench.results.store import ResultsStore
+from tpsbench.targets import open_target
+from tpsbench.workloads import get_workload
+
+DEFAULT_USERS = (1, 20, 50, 100, 300)
+
+
+@dataclass
+class RunConfig:
+    """What a run does; stored whole with the run (without the database password)."""
+
+    workload: str
+    url: str | None = None
+    users: list[int] = field(default_factory=lambda: list(DEFAULT_USERS))
+    rampup_s: float = 30.0
+    duration_s: float = 120.0
+    interval_s: float = 10.0
+    storage: str = ""
+    workers: int | None = None
+    #: None draws a seed, which is stored with the run so that it can be repeated
+    seed: int | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    results_url: str | None = None
+    notes: str = ""
+    #: build the workload at this scale first when the database has no build of it
+    build_scale: int | None = None
+    #: users of single-call sessions share one thread per worker (tpsbench.engine.multiplex)
+    multiplex: bool = True
+
+
+@dataclass
+class RunRecord:
+    run_id: int
+    status: str
+    outcome: RunOutcome
+    honesty: dict[str, Any]
+    store: ResultsStore
+
+
+def run(config: RunConfig, live: Callable[[str], None] | None = print,
+        observers: Sequence[StepObserver] | None = None) -> RunRecord:
+    """Run ``config`` and record it; returns the run id and what happened.
+
+    Everything that can be refused (schema, connection limit, results store) is
+    checked before the first user connects, so a refused run leaves no trace.
+    ``observers`` read beside every step and their readings are stored with the run
+    (default: host CPU).
+    """
+    wl = get_workload(config.workload)
+    target = open_target(config.url)
+    if config.build_scale is not None and not read_meta(target, wl.name):
+        build(wl.name, config.build_scale, config.url, seed=config.seed or 0)
+    meta = wl.verify_schema(target)
+    seed = config.seed if config.seed is not None else secrets.randbelow(2**31)
+    ctx = RunContext(
+        workload=wl.name,
+        url=target.url.render_as_string(hide_password=False),
+        scale=int(meta.get("scale", "1")),
+        seed=seed,
+        constants={k[len("const_"):]: int(v) for k, v in meta.items() if k.startswith("const_")},
+        options={**{o.name: o.default for o in wl.run_options}, **config.options},
+    )
+    wl.configure(ctx.options)
+    if meta.get("note") and live is not None:
+        live(meta["note"])
+    steps = [LoadStep(users=u, duration_s=config.duration_s, rampup_s=config.rampup_s,
+                      interval_s=config.interval_s, multiplex=config.multiplex) for u in config.users]
+    plan = plan_run(ctx, wl, steps, workers=config.workers, target=target)
+    prepared = wl.prepare_run(target, ctx.options)
+    if prepared and live is not None:
+        live(prepared)
+    store = ResultsStore(config.results_url)
+    stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
+    run_id = store.start_run(
+        wl.name, db_url=target.describe(), storage=config.storage, config=stored_config | {"options": ctx.options},
+        seed=seed, server=target.server_info(), notes=config.notes, tool_version=__version__,
+    )
+    if read_meta(target, wl.name):
+        note_run_started(target, wl.name)
+    before = _database_counts(wl, target)
+    users_by_step = {n: u for n, u in enumerate(config.users, start=1)}
+    outcome = RunOutcome(RunStatus.INTERRUPTED, [])
+    status = "failed"
+    try:
+        outcome = run_plan(
+            plan,
+            on_interval=lambda report: store.add_interval(run_id, report, users_by_step[report.step]),
+            on_step=lambda result: _finish_step(store, run_id, result, live),
+            live=live, observers=[HostCpu()] if observers is None else observers,
+        )
+        status = outcome.status.value
+    finally:
+        honesty = honesty_check(wl, before, _database_counts(wl, target), outcome.steps)
+        store.finish_run(run_id, status, honesty)
+    if not honesty["match"] and live is not None:
+        live(f"HONESTY CHECK FAILED: the database changed by {honesty['actual']} "
+             f"but the driver counted {honesty['expected']}")
+    return RunRecord(run_id, status, outcome, honesty, store)
+
+
+def _finish_step(store: ResultsStore, run_id: int, result: StepOutcome, live: Callable[[str], None] | None) -> None:
+    """Store the step; its problems (the load ran short of the plan) are stored and said too."""
+    if result.summary is not None:
+        store.finish_step(run_id, result.step, result.summary, observations=result.observations)
+    store.add_problems(run_id, result.step, result.problems)
+    if live is not None:
+        for problem in result.problems:
+            live(f"step {result.step} PROBLEM: {problem}")
+
+
+def _database_counts(wl: Workload, target: Target) -> dict[str, int]:
+    with target.translate_errors("reading the database's own counters"):
+        conn = target.connect()
+        try:
+            return wl.database_counts(conn)
+        finally:
+            conn.close()
+
+
+def committed_by_txn(steps: list[StepOutcome]) -> dict[str, int]:
+    """Commits per transaction over every interval of every step (ramp-up and tail too)."""
+    commits: Counter[str] = Counter()
+    for result in steps:
+        total: IntervalReport | None = result.total()
+        if total is not None:
+            commits.update({name: txn.commits for name, txn in total.txns.items()})
+    return dict(commits)
+
+
+def honesty_check(wl: Workload, before: dict[str, int], after: dict[str, int],
+                  steps: list[StepOutcome]) -> dict[str, Any]:
+    """Compare the database's own change with what the driver counted as committed."""
+    expected = wl.expected_counts(committed_by_txn(steps))
+    actual = {key: after[key] - before[key] for key in before}
+    return {"expected": expected, "actual": actual, "match": expected == actual}

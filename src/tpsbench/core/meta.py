@@ -1,0 +1,95 @@
+"""The ``tpsbench_meta`` table: what tpsbench knows about a database it built.
+
+It records, per workload, the build's state (``building`` until the last index is in,
+then ``complete``), its scale, seed and constants (TPC-C's C-load must be known to every
+later run), and how many runs have touched the data since the build (TPC-C condition
+11 holds only before the first). An interrupted build leaves ``building`` behind, which
+``check`` reports and ``build --drop-existing`` clears.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.target import Target
+
+META = sa.MetaData()
+META_TABLE = sa.Table(
+    "tpsbench_meta",
+    META,
+    sa.Column("workload", sa.String(32), primary_key=True),
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.String(2000), nullable=False),
+)
+
+STATE_BUILDING = "building"
+STATE_COMPLETE = "complete"
+
+
+def read_meta(target: Target, workload: str) -> dict[str, str]:
+    """The workload's metadata, empty when tpsbench never built it here."""
+    if META_TABLE.name not in target.table_names():
+        return {}
+    with target.translate_errors("reading tpsbench_meta"), target.engine.connect() as conn:
+        rows = conn.execute(sa.select(META_TABLE.c.name, META_TABLE.c.value).where(META_TABLE.c.workload == workload))
+        return {name: value for name, value in rows}
+
+
+def write_meta(target: Target, workload: str, values: dict[str, object]) -> None:
+    """Insert or replace metadata entries (delete + insert: portable across dialects)."""
+    with target.translate_errors("writing tpsbench_meta"), target.engine.begin() as conn:
+        META.create_all(conn, checkfirst=True)
+        names = list(values)
+        conn.execute(
+            META_TABLE.delete().where(META_TABLE.c.workload == workload, META_TABLE.c.name.in_(names))
+        )
+        conn.execute(
+            META_TABLE.insert(), [{"workload": workload, "name": n, "value": str(values[n])} for n in names]
+        )
+
+
+def clear_meta(target: Target, workload: str) -> None:
+    """Forget the workload's metadata; drop the table when no workload is left in it."""
+    if META_TABLE.name not in target.table_names():
+        return
+    with target.translate_errors("clearing tpsbench_meta"), target.engine.begin() as conn:
+        conn.execute(META_TABLE.delete().where(META_TABLE.c.workload == workload))
+        if conn.execute(sa.select(sa.func.count()).select_from(META_TABLE)).scalar_one() == 0:
+            META_TABLE.drop(conn)
+
+
+def note_run_started(target: Target, workload: str) -> None:
+    """Count a run against the data, so that checks know the data is no longer as built."""
+    runs = int(read_meta(target, workload).get("runs", "0"))
+    write_meta(target, workload, {"runs": runs + 1})
+
+
+def require_complete(target: Target, workload: str, tables: tuple[str, ...]) -> dict[str, str]:
+    """The metadata of a complete build of ``workload``, or a one-line error saying what is wrong.
+
+    Checks and runs call this first: conditions on half-loaded data mean nothing, and a
+    run against missing tables or another workload's tables would only measure errors.
+    """
+    meta = read_meta(target, workload)
+    if not meta:
+        others = _built_workloads(target)
+        built = f" (it holds a {', '.join(others)} build)" if others else ""
+        raise TpsbenchError(f"no {workload} database at {target.describe()}{built}: "
+                            f"build one with `tpsbench build {workload}`")
+    if meta.get("state") != STATE_COMPLETE:
+        raise TpsbenchError(
+            f"the {workload} build at {target.describe()} is incomplete (interrupted?): "
+            f"rebuild with `tpsbench build {workload} --drop-existing`", exit_code=1)
+    missing = sorted(set(tables) - target.table_names())
+    if missing:
+        raise TpsbenchError(f"the {workload} database at {target.describe()} lacks tables: {', '.join(missing)}; "
+                            f"rebuild with `tpsbench build {workload} --drop-existing`", exit_code=1)
+    return meta
+
+
+def _built_workloads(target: Target) -> list[str]:
+    if META_TABLE.name not in target.table_names():
+        return []
+    with target.translate_errors("reading tpsbench_meta"), target.engine.connect() as conn:
+        return sorted(conn.execute(sa.select(META_TABLE.c.workload).distinct()).scalars())

@@ -1,0 +1,63 @@
+"""Parsing of the values users type: scales, durations, user loads.
+
+Every parser raises :class:`TpsbenchError` with a message that names the bad value,
+so the CLI can print it as one line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from tpsbench.core.errors import TpsbenchError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_scale(text: str | int, presets: Mapping[str, Mapping[str, Any]] | None = None) -> int:
+    """A positive whole number, or the name of one of ``presets`` (a workload's
+    scale_factors.toml ``[presets]``: name -> {scale = N})."""
+    presets = presets or {}
+    value = str(text).strip()
+    if value.lower() in presets:
+        return int(presets[value.lower()]["scale"])
+    try:
+        scale = int(value)
+    except ValueError:
+        names = ", ".join(presets) or "none"
+        raise TpsbenchError(f"scale must be a whole number >= 1 or a preset ({names}), got {value!r}") from None
+    if scale < 1:
+        raise TpsbenchError(f"scale must be a whole number >= 1, got {scale}")
+    return scale
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds from "90", "30s", "2m", "1.5h" or "500ms"."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise TpsbenchError(f"duration must look like 30s, 2m or 1h, got {text!r}")
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2) and match.group(2).lower()]
+
+
+def parse_users(text: str) -> list[int]:
+    """User loads from "1,20,50,100,300" (sysbench-style thread counts too)."""
+    try:
+        loads = [int(part) for part in str(text).split(",") if part.strip()]
+    except ValueError:
+        raise TpsbenchError(f"--users must be whole numbers separated by commas, got {text!r}") from None
+    if not loads or min(loads) < 1:
+        raise TpsbenchError(f"--users must list user counts >= 1, got {text!r}")
+    return loads
+
+
+def parse_options(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """``NAME=VALUE`` pairs (``-o table_size=100000``) as a dict; dashes in names become underscores."""
+    options = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise TpsbenchError(f"options look like NAME=VALUE, got {pair!r}")
+        options[name.strip().replace("-", "_")] = value.strip()
+    return options

@@ -1,0 +1,243 @@
+"""What every database target provides: the :class:`Target` base class.
+
+A target is one database product family behind one module under ``tpsbench.targets``.
+The framework asks it for connections, its bulk-load path, which errors are worth a
+retry, how its SQL differs (:class:`~tpsbench.core.sql.SqlDialect`) and what the server
+is; workloads never see driver details. SQLAlchemy serves URLs, engines, DDL and
+reflection; the hot paths (bulk load, virtual users) use the DB-API connection directly,
+or a target's own cursor one layer below it, because every layer above costs client CPU
+that, on a small machine, is taken from the database: psycopg's and mysqlclient's cursors
+cost 3-5x the client CPU of the calls below them per statement (bench/results/engine_tpcc.txt).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from functools import cached_property
+from typing import Any, ClassVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL
+
+from tpsbench.core.batch import Batch
+from tpsbench.core.cursor import CountingCursor, DbapiCountingCursor, FastCursor
+from tpsbench.core.errors import TpsbenchError, first_line
+from tpsbench.core.redact import safe_url
+from tpsbench.core.sql import SqlDialect
+
+
+class Target:
+    """Base class of database targets; subclasses set the class attributes."""
+
+    #: SQLAlchemy backend names this target serves, e.g. ("postgresql",).
+    backends: ClassVar[tuple[str, ...]] = ()
+    #: Stem of the DDL file under schemas/<workload>/, e.g. "postgresql".
+    dialect: ClassVar[str] = ""
+    #: SQLAlchemy driver used for engines, e.g. "psycopg".
+    driver: ClassVar[str] = ""
+    #: How many processes may load at once; None means as many as asked.
+    max_load_workers: ClassVar[int | None] = None
+    #: SQLAlchemy backend to use when the URL's own is an alias (postgres -> postgresql).
+    sa_backend: ClassVar[str | None] = None
+    #: How this database's SQL differs where the workloads meet a difference.
+    sql: ClassVar[SqlDialect] = SqlDialect()
+
+    def __init__(self, url: URL) -> None:
+        backend = self.sa_backend or url.drivername.partition("+")[0]
+        self.url = url.set(drivername=f"{backend}+{self.driver}")
+
+    # -- identity ---------------------------------------------------------------
+    def describe(self) -> str:
+        """The URL without its password (nor ``password=`` settings): safe to print and store."""
+        return safe_url(self.url)
+
+    @property
+    def database(self) -> str:
+        return self.url.database or ""
+
+    # -- connections --------------------------------------------------------------
+    @cached_property
+    def engine(self) -> sa.Engine:
+        """An engine for DDL, reflection and checks (no pool: processes fork)."""
+        return sa.create_engine(self.url, poolclass=sa.NullPool)
+
+    def connect(self) -> Any:
+        """A raw DB-API connection, not in autocommit mode."""
+        with self.translate_errors("connect"):
+            return self._connect()
+
+    def _connect(self, database: str | None = None) -> Any:
+        """A new DB-API connection to ``database``: the URL's if None, none at all if "".
+
+        Targets whose server can create databases accept ``database``, so that
+        :meth:`ensure_database` can connect before the URL's database exists.
+        """
+        raise NotImplementedError
+
+    def ensure_database(self) -> None:
+        """Create the database named in the URL if the server does not have it yet."""
+
+    @contextlib.contextmanager
+    def translate_errors(self, doing: str) -> Iterator[None]:
+        """Turn driver and SQLAlchemy errors into one-line :class:`TpsbenchError`."""
+        try:
+            yield
+        except TpsbenchError:
+            raise
+        except sa.exc.DBAPIError as exc:
+            raise TpsbenchError(f"{self.describe()}: {doing} failed: {error_message(exc.orig)}") from exc
+        except sa.exc.SQLAlchemyError as exc:
+            raise TpsbenchError(f"{self.describe()}: {doing} failed: {first_line(exc)}") from exc
+        except Exception as exc:
+            if self.is_driver_error(exc):
+                raise TpsbenchError(f"{self.describe()}: {doing} failed: {error_message(exc)}") from exc
+            raise
+
+    @contextlib.contextmanager
+    def session(self, doing: str) -> Iterator[Any]:
+        """A short-lived raw connection for checks and catalogue queries, closed after.
+
+        Errors come out translated, so a wrong password or a stopped server reads as
+        one line naming ``doing``.
+        """
+        with self.translate_errors(doing):
+            conn = self._connect()
+            try:
+                yield conn
+            finally:
+                conn.close()
+
+    def fetch_all(self, sql: str, doing: str) -> list[tuple]:
+        """Rows of one parameterless query on a short-lived connection (for server_info & co)."""
+        with self.session(doing) as conn:
+            cur = conn.cursor()
+            try:
+                cur.execute(sql)
+                return [tuple(row) for row in cur.fetchall()]
+            finally:
+                cur.close()
+                conn.rollback()
+
+    def is_driver_error(self, exc: BaseException) -> bool:
+        """True for exceptions raised by this target's DB-API driver."""
+        module = type(exc).__module__ or ""
+        return module.split(".")[0] in self.driver_modules
+
+    driver_modules: ClassVar[tuple[str, ...]] = ()
+
+    # -- loading ------------------------------------------------------------------
+    def bulk_load(self, conn: Any, batch: Batch) -> None:
+        """Insert ``batch`` through this target's fastest honest bulk path.
+
+        The caller commits; a loader commits once per chunk so that a large
+        transaction amortises the commit without holding locks for the whole build.
+        """
+        raise NotImplementedError
+
+    def after_load(self, conn: Any, tables: list[str]) -> None:
+        """Refresh planner statistics after a build (ANALYZE and friends)."""
+
+    # -- running ------------------------------------------------------------------
+    #: Native error numbers and SQLSTATEs that :meth:`is_retryable` and
+    #: :meth:`is_disconnect` recognise by default; a target that knows its codes sets
+    #: these instead of overriding the methods.
+    retryable_codes: ClassVar[frozenset[int]] = frozenset()
+    retryable_sqlstates: ClassVar[frozenset[str]] = frozenset()
+    disconnect_codes: ClassVar[frozenset[int]] = frozenset()
+    disconnect_sqlstates: ClassVar[frozenset[str]] = frozenset()
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        """Serialization failures, deadlocks and lock timeouts: worth another try."""
+        state, code = error_codes(exc)
+        return code in self.retryable_codes or state in self.retryable_sqlstates
+
+    def is_disconnect(self, exc: BaseException) -> bool:
+        """The connection is gone: reconnect with back-off."""
+        state, code = error_codes(exc)
+        return code in self.disconnect_codes or state in self.disconnect_sqlstates
+
+    def server_info(self) -> dict[str, str]:
+        """Server version and the settings that shape OLTP performance, for the results store."""
+        return {}
+
+    def connection_limit(self) -> int | None:
+        """How many client connections the server accepts in all (None: no limit)."""
+        return None
+
+    def connection_limit_hint(self) -> str:
+        """How to raise :meth:`connection_limit`, for the error that refuses a run."""
+        return ""
+
+    def placeholder(self) -> str:
+        """The DB-API parameter marker of this target's driver ("%s" or "?")."""
+        return "%s"
+
+    def set_autocommit(self, conn: Any) -> None:
+        """Put a connection in autocommit mode: no driver-made BEGIN, no COMMIT round trip.
+
+        For sessions whose every statement is a transaction of its own, or that send
+        BEGIN and COMMIT themselves. The DB-API way (pyodbc) by default; targets whose
+        driver spells it otherwise override this.
+        """
+        conn.autocommit = True
+
+    def fast_cursor(self, conn: Any) -> FastCursor | None:
+        """A cursor for a virtual user's hot path one layer below DB-API, or None where
+        the target has none (the session then uses the driver's cursor)."""
+        return None
+
+    def counting_cursor(self, conn: Any, fast: bool = True) -> CountingCursor:
+        """A cursor that drops result rows unread and tells each statement's kind, for
+        workloads that count statements as sysbench does; ``fast``: the target's own
+        where it has one, else DB-API's."""
+        return DbapiCountingCursor(conn)
+
+    def table_names(self) -> set[str]:
+        """Names of the tables in the target database, lower case."""
+        with self.translate_errors("reading the catalogue"):
+            return {name.lower() for name in sa.inspect(self.engine).get_table_names()}
+
+
+#: pyodbc ends a message with the native error number and the ODBC call: "... (1213) (SQLExecDirectW)"
+_ODBC_NATIVE = re.compile(r"\((-?\d+)\)\s*\(SQL\w+\)\s*$")
+_SQLSTATE = re.compile(r"^[0-9A-Z]{5}$")
+
+
+def error_codes(exc: BaseException) -> tuple[str | None, int | None]:
+    """(SQLSTATE, native error number) of a driver exception, either one None if unknown.
+
+    Drivers report them in different places: psycopg as ``exc.sqlstate``; PyMySQL and
+    mysqlclient as ``args == (number, message)``; pyodbc as ``args == (sqlstate,
+    message)`` with the native number in the message's tail. Reading all three here
+    lets every target classify errors by code, never by message text. SQLAlchemy's
+    wrappers are unwrapped first.
+    """
+    exc = getattr(exc, "orig", None) or exc
+    state = getattr(exc, "sqlstate", None)
+    args = getattr(exc, "args", ())
+    code: int | None = None
+    if len(args) >= 2 and isinstance(args[0], int) and isinstance(args[1], str):
+        code = args[0]
+    elif len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str) and _SQLSTATE.match(args[0]):
+        state = state or args[0]
+        found = _ODBC_NATIVE.search(args[1])
+        code = int(found.group(1)) if found else None
+    return (state if isinstance(state, str) else None), code
+
+
+def error_message(exc: BaseException) -> str:
+    """One line of a driver error, without the tuple dressing some drivers put around it.
+
+    ``str()`` of a PyMySQL or pyodbc error is the repr of its ``(code, message)`` args,
+    which is noise in front of a user; the message itself is what they need.
+    """
+    args = getattr(exc, "args", ())
+    if len(args) >= 2 and isinstance(args[1], str) and args[1].strip():
+        text = _ODBC_CALL.sub("", first_line(args[1]))
+        return f"{text} ({args[0]})" if isinstance(args[0], int) else text
+    return first_line(exc)
+
+
+_ODBC_CALL = re.compile(r"\s*\(SQL\w+\)\s*$")

@@ -1,0 +1,315 @@
+"""The coordinator: runs stepped user loads on workers and merges their intervals.
+
+A run is a list of :class:`LoadStep` (users, ramp-up, steady-state duration, interval).
+:func:`plan_run` checks it before anything happens (a refused run leaves no trace) and
+sizes the worker pool; :func:`run_plan` runs it. The coordinator reaches its workers
+only through a :class:`~tpsbench.engine.transport.Transport` (local processes by
+default), deals the users of each step round-robin over the first A of them (user u on
+worker u % A, so that a user keeps its worker and its connection from one step to the
+next while A stays) and sends each a :class:`WorkerStep` with one absolute start time.
+Workers answer with one IntervalReport per interval; the coordinator merges the reports
+of an interval once every live worker has sent it, adds what the step observers read
+over it, prints a live line, hands it to ``on_interval`` (the results store) and, at
+the end of the step, summarises the steady-state intervals alone. K and A are
+``--workers`` when given; by default a step of u users gets ceil(u / n) workers, at most
+one per core, n being the workload's ``users_per_worker`` (1, every core, unless fewer
+and fuller workers measured cheaper).
+
+Robustness is part of the measurement's honesty: a Ctrl-C stops the workers and keeps the
+finished intervals; a worker that dies is noticed through the transport, recorded, and
+the step ends with what arrived (intervals it did not report are not steady).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.session import RunContext
+from tpsbench.core.target import Target
+from tpsbench.core.workload import Workload
+from tpsbench.engine.local import LocalProcesses
+from tpsbench.engine.merge import IntervalMerger, fresh_copy
+from tpsbench.engine.protocol import (STOP_GRACE_S, Stop, WorkerFailed, WorkerLost, WorkerReady, WorkerStep,
+                                      WorkerStepDone, interval_bounds)
+from tpsbench.engine.transport import Transport
+from tpsbench.measure.observers import Observers, Readings, StepObserver
+from tpsbench.measure.reports import IntervalReport, live_line
+from tpsbench.measure.summary import SteadySummary
+from tpsbench.targets import open_target
+
+#: time between sending a plan and its start, so that every worker has it before it starts
+START_LEAD_S = 0.3
+#: a stopped (Ctrl-C) worker gets this long to report before it is killed; with the exit
+#: that follows, a Ctrl-C returns within 5 s
+STOP_WAIT_S = 2.5
+#: a worker must be up and its imports done within this
+READY_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class LoadStep:
+    """One user load of a run: ``users`` start over ``rampup_s``, then ``duration_s`` is measured.
+
+    Users connect (when they have no connection yet) at their start, so without a ramp-up
+    connection setup falls into the first measured interval: give every step a ramp-up.
+    """
+
+    users: int
+    duration_s: float
+    rampup_s: float = 0.0
+    interval_s: float = 10.0
+    #: host users whose sessions allow it on one shared thread per worker (tpsbench.engine.multiplex)
+    multiplex: bool = True
+
+
+class RunStatus(str, Enum):
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"  # Ctrl-C: finished intervals kept
+
+
+@dataclass
+class StepOutcome:
+    """What one step produced: merged intervals in order, the steady-state summary, the
+    step observers' readings over the steady window, and what went wrong."""
+
+    step: int
+    users: int
+    #: one merged report per interval, ramp-up (steady=False), steady state, then the
+    #: transactions still in flight at the end (steady=False): every commit is somewhere
+    intervals: list[IntervalReport] = field(default_factory=list)
+    summary: SteadySummary | None = None  # None only until the step ends
+    worker_pids: list[int] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    observations: Readings = field(default_factory=dict)
+
+    def total(self) -> IntervalReport | None:
+        """All intervals merged, steady or not: what the step did to the database."""
+        if not self.intervals:
+            return None
+        merged = fresh_copy(self.intervals[0])
+        for report in self.intervals[1:]:
+            merged.merge(report)
+        return merged
+
+
+@dataclass
+class RunOutcome:
+    status: RunStatus
+    steps: list[StepOutcome]
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A checked run: its steps and the size of its worker pool (see :func:`plan_run`)."""
+
+    ctx: RunContext
+    workload: Workload
+    steps: tuple[LoadStep, ...]
+    workers: int
+    #: users a worker hosts before a step spreads over the next one
+    per_worker: int
+
+
+def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, workers: int | None = None,
+             target: Target | None = None) -> RunPlan:
+    """Check a run before it starts and size its workers; a one-line error refuses it.
+
+    Refused: no steps, a step that cannot be measured, a worker count below 1, or a
+    largest step that needs more connections than the server has free. ``workers``
+    fixes the number of workers, every step spread over all of them (never more than
+    the largest step's users); by default a step of ``u`` users runs on ceil(u / n) of
+    them, at most one per core, n being the workload's ``users_per_worker``.
+    """
+    if not steps:
+        raise TpsbenchError("no steps to run")
+    for step in steps:
+        if step.users < 1 or step.duration_s <= 0 or step.interval_s <= 0 or step.rampup_s < 0:
+            raise TpsbenchError(f"bad step {step}: users >= 1, duration > 0, interval > 0, ramp-up >= 0")
+    if workers is not None and workers < 1:
+        raise TpsbenchError(f"workers must be at least 1, not {workers}")
+    target = target or open_target(ctx.url)
+    most = max(step.users for step in steps)
+    limit = target.connection_limit()
+    if limit is not None and most > limit:
+        hint = target.connection_limit_hint()
+        raise TpsbenchError(f"{most} users need {most} connections but {target.describe()} accepts {limit} more"
+                            f"{'; ' + hint if hint else ''}")
+    per_worker = 1 if workers else max(1, workload.users_per_worker(target, ctx.options))
+    count = max(1, min(workers or os.cpu_count() or 1, -(-most // per_worker)))
+    return RunPlan(ctx, workload, tuple(steps), count, per_worker)
+
+
+def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None = None,
+             on_step: Callable[[StepOutcome], None] | None = None, *, live: Callable[[str], None] | None = print,
+             observers: Sequence[StepObserver] = (), transport: Transport | None = None) -> RunOutcome:
+    """Run the plan's steps one after the other; each step's outcome and the run status.
+
+    ``live`` gets one progress line per interval (None: quiet). ``on_interval`` gets every
+    merged interval as it completes (steady or not; store them all, report only steady
+    ones), with the ``observers``' readings over it; ``on_step`` each finished
+    :class:`StepOutcome`. ``transport`` reaches the workers (default: local processes;
+    the workload must be picklable). Ctrl-C ends the run within a few seconds with
+    status INTERRUPTED.
+    """
+    transport = transport or LocalProcesses(plan.workers)
+    coordinator = Coordinator(plan, transport, Observers(observers), on_interval, live)
+    results: list[StepOutcome] = []
+    with coordinator.sigint_handler():
+        try:
+            for number, step in enumerate(plan.steps, start=1):
+                if coordinator.interrupted:
+                    break
+                coordinator.ensure_workers()
+                if coordinator.interrupted:
+                    break
+                result = coordinator.run_step(number, step)
+                results.append(result)
+                if on_step is not None:
+                    on_step(result)
+        finally:
+            transport.close(1.0 if coordinator.interrupted else STOP_WAIT_S)
+    return RunOutcome(RunStatus.INTERRUPTED if coordinator.interrupted else RunStatus.COMPLETED, results)
+
+
+def run_steps(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep],
+              on_interval: Callable[[IntervalReport], None] | None = None,
+              on_step: Callable[[StepOutcome], None] | None = None, *,
+              workers: int | None = None, live: Callable[[str], None] | None = print,
+              observers: Sequence[StepObserver] = ()) -> RunOutcome:
+    """:func:`plan_run`, then :func:`run_plan`: the engine in one call."""
+    return run_plan(plan_run(ctx, workload, steps, workers=workers), on_interval, on_step, live=live,
+                    observers=observers)
+
+
+class Coordinator:
+    """The workers of one run and the merging of their reports, step by step."""
+
+    def __init__(self, plan: RunPlan, transport: Transport, observers: Observers,
+                 on_interval: Callable[[IntervalReport], None] | None, live: Callable[[str], None] | None) -> None:
+        self.plan, self.transport, self.observers = plan, transport, observers
+        self.on_interval, self.live = on_interval, live
+        self.interrupted = False
+
+    # -- Ctrl-C -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def sigint_handler(self) -> Iterator[None]:
+        """Turn the first Ctrl-C into a flag the step loop acts on (signals reach the main thread only)."""
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGINT, self._on_sigint)
+        try:
+            yield
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    def _on_sigint(self, signum: int, frame: object) -> None:
+        if self.interrupted:  # a second Ctrl-C: stop waiting for anything
+            raise KeyboardInterrupt
+        self.interrupted = True
+
+    # -- workers ----------------------------------------------------------------------
+    def ensure_workers(self) -> None:
+        """Start the workers that are not running (all at first; replacements after a death)."""
+        starting = set()
+        for index in range(self.plan.workers):
+            if not self.transport.alive(index):
+                self.transport.start(index, self.plan.workload, self.plan.ctx)
+                starting.add(index)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while starting and not self.interrupted:
+            for index, msg in self.transport.receive(min(0.2, max(0.0, deadline - time.monotonic()))):
+                if index not in starting:
+                    continue
+                if isinstance(msg, WorkerFailed):
+                    raise TpsbenchError(f"worker {index} failed to start: {msg.message}")
+                if isinstance(msg, WorkerLost):
+                    raise TpsbenchError(f"{msg.why} while starting")
+                if isinstance(msg, WorkerReady):
+                    starting.discard(index)
+            if starting and time.monotonic() > deadline:
+                raise TpsbenchError(f"worker processes did not start within {READY_TIMEOUT_S:.0f} s")
+
+    # -- one step ---------------------------------------------------------------------
+    def run_step(self, number: int, step: LoadStep) -> StepOutcome:
+        plan, transport = self.plan, self.transport
+        result = StepOutcome(number, step.users, worker_pids=transport.pids())
+        start_at = time.time() + START_LEAD_S
+        think = plan.ctx.options.get("think", "off") != "off"
+        active = min(plan.workers, -(-step.users // plan.per_worker))
+        sent: set[int] = set()
+        for index in range(plan.workers):
+            users = list(range(index, step.users, active)) if index < active else []
+            message = WorkerStep(number, users, step.users, step.rampup_s, step.duration_s, step.interval_s,
+                                 start_at, think, step.multiplex, active)
+            if transport.send(index, message):
+                sent.add(index)
+            else:
+                result.problems.append(f"{transport.describe(index)} could not be reached before step {number}")
+        bounds = interval_bounds(step.rampup_s, step.duration_s, step.interval_s)
+        self.observers.start_step(number, step.users, start_at, bounds)
+        merger = IntervalMerger(sent, functools.partial(self.emit, step.users, start_at, [b[2] for b in bounds]))
+        try:
+            self.collect(number, step, start_at, sent, merger, result)
+        finally:
+            self.observers.end_step(number)
+        result.intervals = merger.flush()
+        result.summary = SteadySummary.from_reports(result.intervals, step.users, number)
+        result.observations = self.observers.steady()
+        return result
+
+    def collect(self, number: int, step: LoadStep, start_at: float, pending: set[int], merger: IntervalMerger,
+                result: StepOutcome) -> None:
+        """Take the workers' messages until each is done with the step, stopped or lost."""
+        transport = self.transport
+        hard_deadline = start_at + step.rampup_s + step.duration_s + STOP_GRACE_S + 30.0
+        stop_deadline: float | None = None
+        while pending:
+            if self.interrupted and stop_deadline is None:
+                stop_deadline = time.monotonic() + STOP_WAIT_S
+                result.interrupted = True
+                for index in pending:
+                    transport.send(index, Stop())
+            for index, msg in transport.receive(0.2):
+                if index not in pending:
+                    continue
+                if isinstance(msg, IntervalReport):
+                    merger.add(index, msg)
+                elif isinstance(msg, WorkerStepDone):
+                    result.problems.extend(f"worker {index}: {p}" for p in msg.problems)
+                    merger.done(index)
+                    pending.discard(index)
+                elif isinstance(msg, WorkerFailed):
+                    result.problems.append(f"worker {index} failed: {msg.message}")
+                elif isinstance(msg, WorkerLost):
+                    result.problems.append(f"{msg.why} during step {number}; the step ends with what arrived")
+                    merger.lost(index)
+                    pending.discard(index)
+            late = (stop_deadline is not None and time.monotonic() > stop_deadline) or time.time() > hard_deadline
+            if late:
+                for index in sorted(pending):
+                    result.problems.append(f"{transport.describe(index)} did not finish step {number} in time "
+                                           "and was killed")
+                    transport.kill(index)
+                    merger.lost(index)
+                pending.clear()
+
+    def emit(self, users: int, start_at: float, planned: list[bool], report: IntervalReport) -> None:
+        """Hand a merged interval on, with the observers' readings over it; the live line
+        skips the in-flight tail (a fraction of a second)."""
+        report.observations = self.observers.interval(report.interval)
+        if self.live is not None and report.interval < len(planned):
+            note = "" if report.steady else " (ramp-up)" if not planned[report.interval] else " (partial)"
+            self.live(live_line(report, users, report.t_end - start_at) + note)
+        if self.on_interval is not None:
+            self.on_interval(report)

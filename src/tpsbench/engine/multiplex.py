@@ -1,0 +1,370 @@
+"""Many virtual users on one thread: the engine's path for sessions that send their
+statements one at a time.
+
+Why: on a 2-core machine every cycle the driver spends is taken from the database.
+A user on a thread of its own puts that thread to sleep on every statement and wakes
+it again when the result comes: one sleep and wake-up per round trip, about half of a
+call's client CPU here (bench/results/round_trip_cost.txt). One thread that waits on
+all of a worker's sockets at once (epoll) sleeps only when no result at all is in, and
+hands no GIL between threads (bench/results/engine_tpcc.txt, ``multiplex``).
+
+What it needs: a session that writes its transactions as generators of statements
+(:meth:`tpsbench.core.session.Session.transaction`, in autocommit mode: TPC-C's stored
+procedures, sysbench's statements with BEGIN and COMMIT as statements) on a cursor that
+can send without waiting (``Session.transaction_cursor`` a
+:class:`~tpsbench.core.cursor.SendingCursor`: the targets' fast cursors on libpq and
+mysqlclient). Each user is still one connection with one statement at a
+time, the same inputs, statements, retries and think times as on a thread of its own;
+only the waiting is shared.
+
+The user's own thread stays the owner of its connection: it waits for its ramp-up
+slot, connects and opens the session as always, then hands the user over with
+:meth:`Multiplexer.host` and sleeps until the user comes back, either because the step
+stopped or because the connection was lost (the thread then reconnects with back-off
+and hands the user over again). So connecting, which blocks, never stalls the others.
+
+Latency is timed from just before a transaction's first statement is sent to the moment
+the shared thread has read its last result, the same points as the threaded path's
+``execute()``: a user whose result waited while the thread was busy with another user's
+waits in that time, as a user thread waits for the GIL."""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import os
+import select
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Generator
+from typing import Any
+
+from tpsbench.core.cursor import SendingCursor, Statement
+from tpsbench.core.errors import first_line
+from tpsbench.core.session import Session
+from tpsbench.core.target import Target
+from tpsbench.engine.users import triage
+from tpsbench.measure.recorder import IntervalRecorder
+
+#: how long join() waits for the shared thread to end once it has given up on answers still out
+GIVE_UP_WAIT_S = 0.2
+#: transactions a user draws at once, each begun and its first statement encoded (Multiplexer.draw_ahead)
+DRAW_AHEAD = 16
+
+
+class Hosted:
+    """One user while the shared thread runs it: its session and transaction in flight."""
+
+    __slots__ = ("session", "cur", "fd", "armed", "done", "lost", "name", "inputs", "ahead", "steps", "encoded",
+                 "retries", "t0")
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.cur: Any = session.transaction_cursor
+        self.fd = -1
+        #: whether epoll watches the socket (it stops watching one that spoke out of turn)
+        self.armed = False
+        self.done = threading.Event()
+        #: why the user came back before the step's end: its connection's error
+        self.lost: BaseException | None = None
+        self.name = ""
+        self.inputs: object = None
+        #: the next transactions, drawn DRAW_AHEAD at a time (draw_ahead): name, inputs, the
+        #: transaction begun (None for a one-statement session) and its first statement
+        #: encoded (None: begin it in turn)
+        self.ahead: deque[tuple[str, object, Generator[Statement, None, bool] | None, Any]] = deque()
+        #: the transaction at hand (Session.transaction), resumed statement by statement;
+        #: before begin(), as drawn ahead, with its first statement ``encoded``. None for
+        #: a session whose transactions are one statement each (Session.one_statement):
+        #: its call() and answered() take the generator's place
+        self.steps: Generator[Statement, None, bool] | None = None
+        self.encoded: Any = None
+        self.retries = 0
+        self.t0 = 0
+
+
+class Multiplexer:
+    """The shared thread of one worker for one step (see the module docstring)."""
+
+    def __init__(self, target: Target, recorder: IntervalRecorder, stop: threading.Event, think: bool) -> None:
+        self.target = target
+        self.rec = recorder
+        self.stop = stop
+        self.think = think
+        self.inbox: deque[Hosted] = deque()
+        self.poller = select.epoll()
+        #: rung (wake) for a user to admit, the step's end or giving up: the shared thread
+        #: then sleeps with no timeout while no keying or think time is due. A timeout on
+        #: every sleep armed a kernel timer per wake-up, and a wake-up comes with most
+        #: transactions. Closed with the object only: a hosting thread that rings late must
+        #: never write into a file descriptor the number was reused for
+        self.bell = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        weakref.finalize(self, os.close, self.bell)
+        self.poller.register(self.bell, select.EPOLLIN)
+        #: users by socket: all of them, and those waiting for a result
+        self.hosted: dict[int, Hosted] = {}
+        self.in_flight: dict[int, Hosted] = {}
+        #: (due on the monotonic clock, tie-breaker, user, what to do then): keying and think times
+        self.timers: list[tuple[float, int, Hosted, Callable[[Hosted], None]]] = []
+        self.order = itertools.count()
+        #: set when the worker stops waiting for answers still out (a server that hangs)
+        self.abandon = False
+        #: ``stop`` as the shared thread last saw it (once per wake-up: an attribute is read
+        #: per transaction for a fraction of what ``stop.is_set()`` costs)
+        self.stopping = False
+        #: what ended the shared thread early (a session's bug), told to every user it hosted
+        self.failure: str | None = None
+        self.thread = threading.Thread(target=self.serve, name="multiplexer", daemon=True)
+        #: what follows a transaction: its think time, or with think times off the next
+        #: transaction at once (a call fewer per transaction)
+        self.after_transaction = self.finished if think else self.next_transaction
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def join(self, timeout: float) -> None:
+        """Wait for the thread to end; past ``timeout`` it gives up on answers still out
+        (their users' threads have been given up on by then too) and ends."""
+        self.thread.join(timeout)
+        self.abandon = True
+        self.wake()
+        self.thread.join(GIVE_UP_WAIT_S)
+
+    def wake(self) -> None:
+        """Have the shared thread look at its inbox and at ``stop`` now (call after setting
+        ``stop``; a hosting thread rings within a second anyway when it sees ``stop`` set)."""
+        with contextlib.suppress(OSError):  # the counter is full: it is rung already
+            os.eventfd_write(self.bell, 1)
+
+    @staticmethod
+    def can_host(session: Session) -> bool:
+        """Whether ``session`` can be hosted: statement by statement, on a cursor that
+        sends without waiting (a SendingCursor)."""
+        return isinstance(session.transaction_cursor, SendingCursor)
+
+    def host(self, session: Session) -> str | None:
+        """Run ``session``'s transactions on the shared thread until the step ends (None)
+        or its connection is lost: then the name of the transaction it was lost in (the
+        reconnect is counted already; the caller reconnects and hosts the user again)."""
+        slot = Hosted(session)
+        self.inbox.append(slot)
+        self.wake()
+        # a waiting thread that woke often would take the GIL from the shared thread as
+        # often: it wakes once a second only, for the case where the shared thread ended
+        # before it saw this user (the step is over), or was not woken at the stop
+        while not slot.done.wait(1.0) and self.thread.is_alive():
+            if self.stop.is_set():
+                self.wake()
+        if self.failure is not None:
+            raise RuntimeError(f"the shared thread ended: {self.failure}")
+        return slot.name if slot.lost is not None else None
+
+    # -- the shared thread ------------------------------------------------------------
+    def serve(self) -> None:
+        poll, in_flight, timers, stop, bell = self.poller.poll, self.in_flight, self.timers, self.stop.is_set, self.bell
+        try:
+            while True:
+                while self.inbox:
+                    self.admit(self.inbox.popleft())
+                if stop():
+                    self.stopping = True
+                    for _, _, slot, _ in timers:  # waiting for a keying or think time
+                        self.release(slot)
+                    timers.clear()
+                    if not in_flight or self.abandon:
+                        break
+                timeout = max(timers[0][0] - time.monotonic(), 0.0) if timers else -1.0
+                for fd, _ in poll(timeout):
+                    slot = in_flight.pop(fd, None)
+                    if slot is not None:
+                        self.complete(slot)
+                    elif fd == bell:
+                        os.eventfd_read(bell)
+                    else:
+                        self.quiet(fd)
+                if timers:
+                    now = time.monotonic()
+                    while timers and timers[0][0] <= now:
+                        _, _, slot, then = heapq.heappop(timers)
+                        then(slot)
+        except Exception as exc:  # noqa: BLE001 - e.g. a session's inputs() failing: its users are told
+            self.failure = f"{type(exc).__name__}: {first_line(exc)}"
+        finally:
+            for slot in list(self.hosted.values()):
+                self.release(slot)
+            while self.inbox:
+                self.inbox.popleft().done.set()
+            self.poller.close()
+
+    def admit(self, slot: Hosted) -> None:
+        if self.stopping:
+            slot.done.set()
+            return
+        try:
+            slot.fd = slot.cur.fileno()
+            self.poller.register(slot.fd, select.EPOLLIN)
+            slot.armed = True
+            self.hosted[slot.fd] = slot
+        except Exception as exc:  # noqa: BLE001 - a connection that died while it was handed over
+            slot.name, slot.lost = self.rec.names[0], exc  # counted as the threaded path does
+            self.rec.add(slot.name, "reconnects")
+            slot.done.set()
+            return
+        self.next_transaction(slot)
+
+    def next_transaction(self, slot: Hosted) -> None:
+        if self.stopping:
+            self.release(slot)
+            return
+        if not slot.ahead:
+            self.draw_ahead(slot)
+        name, slot.inputs, slot.steps, slot.encoded = slot.ahead.popleft()
+        slot.name = name
+        if self.think:
+            wait = slot.session.keying_time(name)
+            if wait > 0:
+                self.after(wait, slot, self.begin)
+                return
+        self.begin(slot)
+
+    @staticmethod
+    def draw_ahead(slot: Hosted) -> None:
+        """Draw the user's next DRAW_AHEAD transactions in one go, each as far as the bytes
+        of its first statement: its name, its inputs (in the order one at a time draws
+        them: the same values), the transaction begun and that statement encoded.
+
+        Why: done one at a time, between results, this ran on caches the database had
+        just filled, and cost the shared thread several times what it costs in a row
+        (bench/results/python_floor.txt). None of it depends on what the database
+        answers, so doing it early changes no value and no timing: the clock starts when
+        the statement is sent (begin). A transaction that fails to begin here is begun
+        again in its turn, where its error counts; a retry begins it anew. The queue
+        belongs to this hosting: after a reconnect (new connection, new statements) the
+        user is hosted again with a new one."""
+        session, ahead, encode = slot.session, slot.ahead, slot.cur.encode
+        one = session.one_statement
+        for _ in range(DRAW_AHEAD):
+            name = session.next_transaction()
+            inputs = session.inputs(name)
+            steps = None if one else session.transaction(name, inputs)
+            try:
+                statement = session.call(name, inputs) if steps is None else next(steps)
+                ahead.append((name, inputs, steps, encode(*statement)))
+            except Exception:  # noqa: BLE001 - begun again in its turn, where it counts
+                if steps is not None:
+                    steps.close()
+                ahead.append((name, inputs, None, None))
+
+    def begin(self, slot: Hosted) -> None:
+        """Send the transaction's first statement, encoded ahead (draw_ahead), else start
+        its first attempt; the clock starts here."""
+        slot.retries = 0
+        slot.t0 = time.perf_counter_ns()
+        if slot.encoded is None:
+            self.attempt(slot)
+            return
+        self.transmit(slot, None)
+
+    def attempt(self, slot: Hosted) -> None:
+        """Start the transaction (again, on a retry) with the drawn inputs."""
+        session = slot.session
+        if session.one_statement:  # slot.steps is None throughout
+            try:
+                statement = session.call(slot.name, slot.inputs)
+            except Exception as exc:  # noqa: BLE001 - sorted by the target
+                self.failed(slot, exc)
+                return
+            self.transmit(slot, statement)
+            return
+        slot.steps = session.transaction(slot.name, slot.inputs)
+        self.advance(slot, None)
+
+    def advance(self, slot: Hosted, error: Exception | None) -> None:
+        """Resume the transaction with its last statement's result (or error): send its
+        next statement, or record it when it has ended. A one-statement session's
+        transaction has ended: its answered() reads the result or judges the error."""
+        steps, statement = slot.steps, None
+        try:
+            if steps is None:
+                committed = slot.session.answered(slot.name, slot.inputs, error)
+            else:
+                statement = steps.send(None) if error is None else steps.throw(error)
+        except StopIteration as done:
+            committed = bool(done.value)
+        except Exception as exc:  # noqa: BLE001 - sorted by the target
+            self.failed(slot, exc)
+            return
+        if statement is not None:
+            self.transmit(slot, statement)
+            return
+        self.rec.record(slot.name, (time.perf_counter_ns() - slot.t0) // 1000, committed)
+        self.after_transaction(slot)
+
+    def transmit(self, slot: Hosted, statement: Statement | None) -> None:
+        """Send the statement at hand, ``statement`` or with None the first one, encoded
+        ahead (draw_ahead), and wait for its result; a failure to encode or send it is the
+        statement's error, handed to the transaction."""
+        cur = slot.cur
+        try:
+            cur.send_encoded(slot.encoded if statement is None else cur.encode(*statement))
+            if not slot.armed:
+                self.poller.modify(slot.fd, select.EPOLLIN)
+                slot.armed = True
+        except Exception as exc:  # noqa: BLE001 - the transaction sees it as its statement's error
+            self.advance(slot, exc)
+            return
+        self.in_flight[slot.fd] = slot
+
+    def complete(self, slot: Hosted) -> None:
+        """The socket is readable: take the result if it is whole, else wait again."""
+        try:
+            if not slot.cur.receive():
+                self.in_flight[slot.fd] = slot
+                return
+        except Exception as exc:  # noqa: BLE001 - the transaction decides what it means
+            self.advance(slot, exc)
+            return
+        self.advance(slot, None)
+
+    def failed(self, slot: Hosted, exc: BaseException) -> None:
+        outcome = triage(self.target, self.rec, slot.name, exc, slot.retries)
+        if outcome == "retry":
+            slot.retries += 1
+            self.attempt(slot)
+        elif outcome == "reconnect":
+            slot.lost = exc
+            self.release(slot)
+        else:
+            self.after_transaction(slot)
+
+    def finished(self, slot: Hosted) -> None:
+        """After a transaction (committed, rolled back or failed), with think times on:
+        think, then the next."""
+        wait = slot.session.think_time(slot.name)
+        if wait > 0 and not self.stop.is_set():
+            self.after(wait, slot, self.next_transaction)
+            return
+        self.next_transaction(slot)
+
+    def after(self, seconds: float, slot: Hosted, then: Callable[[Hosted], None]) -> None:
+        heapq.heappush(self.timers, (time.monotonic() + seconds, next(self.order), slot, then))
+
+    def quiet(self, fd: int) -> None:
+        """A socket readable with no statement out (a server closing the connection while
+        its user thinks): stop watching it until its next send, which will fail or not."""
+        slot = self.hosted.get(fd)
+        if slot is not None and slot.armed:
+            self.poller.modify(fd, 0)
+            slot.armed = False
+
+    def release(self, slot: Hosted) -> None:
+        """Hand the user back to its thread (the step is over, or its connection is lost)."""
+        self.in_flight.pop(slot.fd, None)
+        if self.hosted.get(slot.fd) is slot:
+            del self.hosted[slot.fd]
+        with contextlib.suppress(OSError, ValueError):  # a closed socket has left epoll already
+            self.poller.unregister(slot.fd)
+        slot.done.set()

@@ -1,0 +1,192 @@
+"""Virtual users: a connection each, and the loop that runs a session's transactions.
+
+A user's connection outlives steps (a step at least as large as the last keeps it); its
+session and thread belong to one step. The thread waits for the user's ramp-up slot,
+connects with back-off, opens the session and runs it: on the worker's shared thread
+where the session sends statement by statement on a cursor that can send without
+waiting (tpsbench.engine.multiplex), else here (:meth:`VirtualUser.hot_loop`), which
+times exactly ``execute()``. Background components (tpsbench.core.session.Background)
+run as users too, on their own threads.
+
+What happens to a failed attempt is decided in one place, :func:`triage`, for both ways
+of running users, so that they count failures alike.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from tpsbench.core.errors import TpsbenchError, first_line
+from tpsbench.core.session import Session
+from tpsbench.core.target import Target
+from tpsbench.measure.recorder import IntervalRecorder
+
+if TYPE_CHECKING:
+    from tpsbench.engine.multiplex import Multiplexer
+
+#: attempts of one transaction after the first on a retryable error (deadlock, serialization)
+MAX_RETRIES = 10
+#: reconnect back-off: first wait, cap (seconds); doubled per failed attempt, with jitter
+BACKOFF_FIRST_S = 0.05
+BACKOFF_MAX_S = 2.0
+
+
+def triage(target: Target, rec: IntervalRecorder, name: str, exc: BaseException, retries: int) -> str:
+    """Sort a failed attempt of ``name``, count it, and say what comes next.
+
+    "retry": retryable (deadlock, serialization) with attempts left; "reconnect": the
+    connection is lost; "error": anything else, or retries used up (the message is kept).
+    Shared by both ways of running users, so that they count failures alike.
+    """
+    if target.is_retryable(exc) and retries < MAX_RETRIES:
+        rec.add(name, "retries")
+        return "retry"
+    if target.is_disconnect(exc):
+        rec.add(name, "reconnects")
+        return "reconnect"
+    rec.add(name, "errors")
+    text = first_line(exc)
+    rec.error(name, f"gave up after {retries} retries: {text}" if retries else text)
+    return "error"
+
+
+
+class VirtualUser:
+    """One user: its connection outlives steps, its session and thread belong to one step."""
+
+    def __init__(self, user_id: int, target: Target, recorder: IntervalRecorder) -> None:
+        self.user_id = user_id
+        self.target = target
+        self.recorder = recorder
+        self.conn: Any = None
+        self.thread: threading.Thread | None = None
+        self.rng = random.Random(user_id)
+        #: this step's session once open; ``counted``: its statement counts already reported
+        #: (both reset by the worker between steps, when no user thread runs)
+        self.session: Session | None = None
+        self.counted: dict[str, int] = {}
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:  # noqa: BLE001 - a dead connection may fail to close; it is gone either way
+                pass
+            self.conn = None
+
+    def connect(self, stop: threading.Event, name: str) -> bool:
+        """Connect with exponential back-off until it works or the step ends."""
+        wait = BACKOFF_FIRST_S
+        while not stop.is_set():
+            try:
+                self.conn = self.target.connect()
+                return True
+            except Exception as exc:  # noqa: BLE001 - any failure to connect is retried
+                # counted against ``name``: the recorder knows transactions only
+                self.recorder.add(name, "errors")
+                self.recorder.error(name, f"connect: {first_line(exc)}")
+            if stop.wait(wait * (0.5 + self.rng.random())):
+                break
+            wait = min(wait * 2, BACKOFF_MAX_S)
+        return False
+
+    def run(self, open_session: Callable[..., Session], start_mono: float, stop: threading.Event,
+            think: bool, mux: Multiplexer | None) -> None:
+        """The user: wait for its ramp-up slot (``start_mono``, on the monotonic clock),
+        connect, open its session (``open_session(conn=, target=)``), loop until stop."""
+        first = self.recorder.names[0]
+        delay = start_mono - time.monotonic()
+        if delay > 0 and stop.wait(delay):
+            return
+        while not stop.is_set():
+            if self.conn is None and not self.connect(stop, first):
+                return
+            try:
+                session = open_session(conn=self.conn, target=self.target)
+            except Exception as exc:  # noqa: BLE001 - counted below
+                if not self.target.is_disconnect(exc):
+                    self.recorder.add(first, "errors")
+                    self.recorder.error(first, f"open session: {first_line(exc)}")
+                    # the user sits this step out: a problem of the step (guarded() keeps
+                    # it), so that the step's results do not pass for the full load
+                    raise TpsbenchError(f"could not open its session, so it sat the step out: "
+                                        f"{first_line(exc)}") from exc
+                self.recorder.add(first, "reconnects")  # e.g. a kept connection died between steps
+                self.close()
+                stop.wait(BACKOFF_FIRST_S)
+                continue
+            self.session = session
+            self.loop(session, stop, think, mux)
+            return
+
+    def reconnect(self, session: Session, stop: threading.Event, name: str) -> bool:
+        """After a disconnect: a new connection with back-off, and the session rebound to it."""
+        while True:
+            self.close()
+            if not self.connect(stop, name):
+                return False
+            try:
+                session.rebind(self.conn)
+                return True
+            except Exception as exc:
+                if not self.target.is_disconnect(exc):
+                    raise
+            self.recorder.add(name, "reconnects")
+            if stop.wait(BACKOFF_FIRST_S):
+                return False
+
+    def loop(self, session: Session, stop: threading.Event, think: bool, mux: Multiplexer | None) -> None:
+        """Until the step stops: on the worker's shared thread where the session allows
+        it (tpsbench.engine.multiplex), reconnecting here whenever its connection is lost;
+        else on this thread (hot_loop)."""
+        if mux is None or not mux.can_host(session):
+            self.hot_loop(session, stop, think)
+            return
+        while (lost_in := mux.host(session)) is not None:
+            if not self.reconnect(session, stop, lost_in):
+                return
+
+    def hot_loop(self, session: Session, stop: threading.Event, think: bool) -> None:
+        """Hot path: nothing here allocates beyond the session's own work and one record()."""
+        target, rec, clock = self.target, self.recorder, time.perf_counter_ns
+        while not stop.is_set():
+            name = session.next_transaction()
+            if not name:  # a background session with no work yet (it waited for some)
+                continue
+            if think:
+                wait = session.keying_time(name)
+                if wait > 0 and stop.wait(wait):
+                    break
+            inputs = session.inputs(name)
+            retries = 0
+            t0 = clock()
+            while True:
+                try:
+                    committed = session.execute(name, inputs)
+                except Exception as exc:  # noqa: BLE001 - sorted by the target in triage()
+                    outcome = triage(target, rec, name, exc, retries)
+                    if outcome == "retry":
+                        retries += 1
+                        continue
+                    if outcome == "reconnect":
+                        if not self.reconnect(session, stop, name):
+                            return
+                    else:
+                        self.rollback_quietly()
+                    break
+                rec.record(name, (clock() - t0) // 1000, committed)
+                break
+            if think:
+                wait = session.think_time(name)
+                if wait > 0 and stop.wait(wait):
+                    break
+
+    def rollback_quietly(self) -> None:
+        try:
+            self.conn.rollback()
+        except Exception:  # noqa: BLE001 - the session should have rolled back already
+            pass

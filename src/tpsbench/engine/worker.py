@@ -1,0 +1,229 @@
+"""A worker: the load generator side of the engine, one per process (or host).
+
+A worker hosts many virtual users (tpsbench.engine.users), each with a thread and its
+own synchronous DB-API connection. Threads, not asyncio, by measurement
+(bench/experiments/engine_threads_vs_asyncio.py): for the same point select psycopg's sync
+API costs the client less CPU per transaction than its asyncio API and gives more
+transactions per second in one process, and PyMySQL has no asyncio API at all. Drivers
+release the GIL while waiting on the server, so a few hundred mostly waiting users per
+process cost little; CPU-bound work is spread by running one process per core. Users
+whose sessions send statement by statement on libpq or mysqlclient run on the worker's
+shared thread instead, one epoll loop for all of them (tpsbench.engine.multiplex), which
+costs less CPU again (bench/results/engine_tpcc.txt); their own threads only connect, and
+reconnect, for them. The workload's background components (TPC-C's deferred Delivery)
+run beside them for the whole step, as users of their own.
+
+The worker talks to the coordinator only through its :class:`~tpsbench.engine.transport.WorkerLink`,
+in the messages of tpsbench.engine.protocol: :class:`WorkerStep` or :class:`Stop` in;
+:class:`WorkerReady`, one :class:`~tpsbench.measure.reports.IntervalReport` per interval
+and :class:`WorkerStepDone` out.
+
+Statements by kind: a session may count the statements it sent (``Session.statement_counts``).
+The worker reads them from its own thread at every interval and reports the growth, so
+the hot path pays nothing for it beyond the session's own counting. A statement falls
+in the interval in which the worker saw it counted (at most the transaction in flight
+at a boundary lands one interval apart from its commit); every statement counted is
+reported exactly once.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+
+from tpsbench.core.errors import TpsbenchError, first_line
+from tpsbench.core.session import Background, RunContext, Session
+from tpsbench.core.workload import Workload
+from tpsbench.engine.multiplex import Multiplexer
+from tpsbench.engine.protocol import (STOP_GRACE_S, WorkerFailed, WorkerReady, WorkerStep, WorkerStepDone,
+                                      interval_bounds)
+from tpsbench.engine.transport import WorkerLink
+from tpsbench.engine.users import VirtualUser
+from tpsbench.measure.recorder import IntervalRecorder
+from tpsbench.targets import open_target
+
+
+class Worker:
+    """Runs the steps the coordinator sends, reporting interval by interval."""
+
+    def __init__(self, index: int, link: WorkerLink, workload: Workload, ctx: RunContext) -> None:
+        self.index = index
+        self.link = link
+        self.workload = workload
+        self.ctx = ctx
+        self.target = open_target(ctx.url)
+        self.recorder = IntervalRecorder(workload.transaction_names, workload.timing_names)
+        self.users: dict[int, VirtualUser] = {}
+        #: this step's background components, each run as a user of its own
+        self.background: list[tuple[Background, VirtualUser]] = []
+        self.last_users_in_step = 0
+        self.stopped = False
+
+    def serve(self) -> None:
+        self.link.send(WorkerReady(self.index, os.getpid()))
+        while not self.stopped:
+            msg = self.link.poll(None)
+            if isinstance(msg, WorkerStep):
+                self.run_step(msg)
+            else:
+                break
+        for user in self.users.values():
+            user.close()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep ``seconds`` unless the coordinator says stop; True when stopped."""
+        if self.stopped:
+            return True
+        if seconds > 0 and self.link.poll(seconds) is not None:
+            self.stopped = True  # anything but a plan mid-step means stop
+        return self.stopped
+
+    def prepare_users(self, plan: WorkerStep) -> None:
+        """Keep connections when the step has at least as many users as the last one.
+
+        Connection setup is not part of any measured transaction (users connect during
+        ramp-up, before the steady window), so reusing a connection changes no number;
+        it only saves the server a burst of forks between steps. A smaller step starts
+        from fresh connections, as a run at that user count alone would.
+        """
+        if plan.users_in_step < self.last_users_in_step:
+            for user in self.users.values():
+                user.close()
+            self.users.clear()
+        for uid in list(self.users):
+            if uid not in plan.users:
+                self.users.pop(uid).close()
+        for uid in plan.users:
+            if uid not in self.users:
+                self.users[uid] = VirtualUser(uid, self.target, self.recorder)
+        for user in self.users.values():
+            user.session, user.counted = None, {}
+        self.last_users_in_step = plan.users_in_step
+
+    def run_step(self, plan: WorkerStep) -> None:
+        problems: list[str] = []
+        self.prepare_users(plan)
+        start_mono = time.monotonic() + (plan.start_at - time.time())
+        stop = threading.Event()
+        mux = Multiplexer(self.target, self.recorder, stop, plan.think) if plan.multiplex else None
+        if mux is not None:
+            mux.start()
+        # before the users open their sessions, which may hand work to them
+        self.start_background(plan, start_mono, stop, problems)
+        # no take() here: a straggler of the last step that finished late (see below) is
+        # counted in this step's first interval rather than lost
+        for uid in plan.users:
+            user = self.users[uid]
+            # user ids are 0..users_in_step-1: the ramp-up stagger is global
+            slot = start_mono + plan.rampup_s * uid / max(plan.users_in_step, 1)
+            opener = functools.partial(self.workload.open_session, self.ctx, uid, plan.users_in_step)
+            self.start(user, f"user {uid}", opener, slot, stop, plan.think, mux, problems)
+        bounds = interval_bounds(plan.rampup_s, plan.duration_s, plan.interval_s)
+        number = 0
+        for number, (begin, end, steady) in enumerate(bounds):
+            if self.wait(start_mono + end - time.monotonic()):
+                break
+            self.send_report(plan, number, begin, end, steady)
+        else:
+            number = len(bounds)
+        cut = time.monotonic()
+        stop.set()
+        for component, _ in self.background:
+            component.stop()
+        if mux is not None:
+            mux.wake()
+        deadline = cut + (1.0 if self.stopped else STOP_GRACE_S)
+        self.join_all(plan, cut, deadline, problems)
+        if mux is not None:
+            mux.join(max(0.0, deadline - time.monotonic()))
+        # the stragglers: transactions in flight at the end (or at a stop) are reported too
+        begin = bounds[number][0] if self.stopped and number < len(bounds) else (bounds[-1][1] if bounds else 0.0)
+        self.send_report(plan, number, begin, time.monotonic() - start_mono, False)
+        self.link.send(WorkerStepDone(self.index, plan.step, self.stopped, problems))
+
+    def start_background(self, plan: WorkerStep, start_mono: float, stop: threading.Event,
+                         problems: list[str]) -> None:
+        """The workload's components for this step, each on a thread and connection of its own."""
+        self.background = []
+        if not plan.users:
+            return
+        for number, component in enumerate(self.workload.background(self.ctx, self.index, plan.workers)):
+            user = VirtualUser(-1 - number, self.target, self.recorder)
+            self.background.append((component, user))
+            opener = functools.partial(component.open_session, self.ctx, timing=self.recorder.record_timing)
+            self.start(user, component.name, opener, start_mono, stop, False, None, problems)
+
+    def start(self, user: VirtualUser, who: str, open_session: Callable[..., Session], start_mono: float,
+              stop: threading.Event, think: bool, mux: Multiplexer | None, problems: list[str]) -> None:
+        user.thread = threading.Thread(target=self.guarded,
+                                       args=(user, who, open_session, start_mono, stop, think, mux, problems),
+                                       name=who, daemon=True)
+        user.thread.start()
+
+    def join_all(self, plan: WorkerStep, cut: float, deadline: float, problems: list[str]) -> None:
+        """Wait for every user's and component's thread until ``deadline``; one that has
+        not ended is given up on, and its connection with it."""
+        for uid in plan.users:
+            user = self.users[uid]
+            user.thread.join(max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]
+            if user.thread.is_alive():  # type: ignore[union-attr]
+                problems.append(f"user {uid} did not stop within {deadline - cut:.0f} s; its connection is dropped")
+                del self.users[uid]
+        for component, user in self.background:
+            user.thread.join(max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]
+            if user.thread.is_alive():  # type: ignore[union-attr]
+                problems.append(f"{component.name} did not stop within {deadline - cut:.0f} s")
+            else:
+                user.close()
+
+    def send_report(self, plan: WorkerStep, number: int, begin: float, end: float, steady: bool) -> None:
+        # statements first: take() swaps the users' buffers at once and then works for
+        # milliseconds (histograms), during which the users go on committing; read after
+        # it, the statement counts ran ahead of the commits by whatever committed meanwhile
+        statements = self.statements_since_last_report()
+        report = self.recorder.take(plan.step, number, plan.start_at + begin, plan.start_at + end, steady=steady)
+        report.statements = statements
+        self.link.send(report)
+
+    def statements_since_last_report(self) -> dict[str, int]:
+        """The growth of the sessions' ``statement_counts`` since the last report, by kind."""
+        out: dict[str, int] = {}
+        for user in [*self.users.values(), *(user for _, user in self.background)]:
+            counts = user.session.statement_counts if user.session is not None else None
+            if counts is None:
+                continue
+            now = dict(counts)  # one copy: the user thread goes on counting meanwhile
+            for kind, total in now.items():
+                out[kind] = out.get(kind, 0) + total - user.counted.get(kind, 0)
+            user.counted = now
+        return out
+
+    @staticmethod
+    def guarded(user: VirtualUser, who: str, open_session: Callable[..., Session], start_mono: float,
+                stop: threading.Event,
+                think: bool, mux: Multiplexer | None, problems: list[str]) -> None:
+        try:
+            user.run(open_session, start_mono, stop, think, mux)
+        except Exception as exc:  # noqa: BLE001 - a session bug ends this user, not the worker
+            kind = "" if isinstance(exc, TpsbenchError) else f"{type(exc).__name__}: "
+            problems.append(f"{who} ended: {kind}{first_line(exc)}")
+
+
+def worker_main(index: int, link: WorkerLink, workload: Workload, ctx: RunContext) -> None:
+    """Entry point of a worker (a spawned process, or a task on another host): serve until
+    Stop or the coordinator is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the coordinator decides
+    try:
+        Worker(index, link, workload, ctx).serve()
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        pass  # the coordinator is gone: nothing left to report to
+    except Exception as exc:  # noqa: BLE001 - told to the coordinator as one line, then exit 1
+        try:
+            link.send(WorkerFailed(index, f"{type(exc).__name__}: {first_line(exc)}"))
+        except (OSError, EOFError):
+            pass
+        raise SystemExit(1) from exc

@@ -1,0 +1,3 @@
+"""Measurement: latency histograms, what users record, interval reports and step
+summaries, and the step observers that read beside every step (host CPU).
+"""

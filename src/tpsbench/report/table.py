@@ -1,0 +1,265 @@
+"""The storage-review table: user loads across, one block of metric rows per run.
+
+Why this shape: it is the table storage reviewers publish: one column per user load,
+rows ``TPS`` and ``Resp. time (s)`` with one decimal, one block per storage
+configuration, blocks side by side. We add what those tables lack and readers ask for:
+latency percentiles, the workload's main metric (tpmC), queries per second split as
+sysbench splits them (for workloads whose sessions count statements), timings that are
+not transactions (a deferred Delivery's queue time), the host's CPU beside every step,
+and the rollbacks, retries, errors and reconnects that tell whether a step's figures can
+be trusted.
+
+Everything here is a pure function of :class:`~tpsbench.results.records.RunData`, so the
+same data renders identically for a terminal (rich), a review (Markdown) and a
+spreadsheet (CSV).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+
+from tpsbench.measure.host_cpu import FIGURES as CPU_FIGURES
+from tpsbench.measure.host_cpu import HostCpu
+from tpsbench.measure.summary import SteadySummary, TxnSummary
+from tpsbench.results.records import RunData
+from tpsbench.results.schema import PROBLEM
+from tpsbench.workloads import workload_classes
+
+FORMATS = ("rich", "markdown", "csv")
+STORAGE_HEADER = "Storage configuration"
+METRIC_HEADER = "metric"
+
+
+def _key(name: str) -> str:
+    """Transaction names compare without case or punctuation: New-Order = new_order."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def main_metric(workload: str, summary: SteadySummary) -> tuple[str, float] | None:
+    """(label, value) of the workload's headline metric in a step (its ``main_metric``), or
+    None if it has none or is not installed here."""
+    cls = workload_classes().get(workload)
+    known = cls.main_metric if cls is not None else None
+    if known is None:
+        return None
+    label, txn, per = known
+    found: TxnSummary | None = next((t for n, t in summary.txns.items() if _key(n) == _key(txn)), None)
+    value = (found.commits * per / summary.seconds) if found is not None and summary.seconds else 0.0
+    return label, value
+
+
+def _one(v: float) -> str:
+    return f"{v:.1f}"
+
+
+def _ms(v: float) -> str:
+    """Milliseconds with three significant digits, enough for 0.1% histograms."""
+    if v == 0:
+        return "0"
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    if v >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3f}"
+
+
+def _int(v: float) -> str:
+    return str(int(v))
+
+
+#: (row label, value of a step summary, formatter); the main metric is inserted after them
+ROWS: list[tuple[str, Callable[[SteadySummary], float], Callable[[float], str]]] = [
+    ("TPS", lambda s: s.tps, _one),
+    ("Resp. time (s)", lambda s: s.latency.mean / 1000.0, _one),
+    ("avg (ms)", lambda s: s.latency.mean, _ms),
+    ("p50 (ms)", lambda s: s.latency.p50, _ms),
+    ("p90 (ms)", lambda s: s.latency.p90, _ms),
+    ("p95 (ms)", lambda s: s.latency.p95, _ms),
+    ("p99 (ms)", lambda s: s.latency.p99, _ms),
+    ("p99.9 (ms)", lambda s: s.latency.p999, _ms),
+    ("max (ms)", lambda s: s.latency.max, _ms),
+]
+#: sysbench's "queries performed" split, as rates: shown for runs whose sessions count statements
+QPS_KINDS = ("total", "read", "write", "other")
+COUNT_ROWS: list[tuple[str, Callable[[SteadySummary], float]]] = [
+    ("Expected rollbacks", lambda s: s.total("rollbacks")),
+    ("Retries", lambda s: s.total("retries")),
+    ("Errors", lambda s: s.total("errors")),
+    ("Reconnects", lambda s: s.reconnects),
+]
+
+
+@dataclass
+class Block:
+    """One run's rows: ``cells[i][j]`` is row i at user-load column j ("" where not run)."""
+
+    label: str
+    run_id: int
+    rows: list[str]
+    cells: list[list[str]]
+
+
+@dataclass
+class ReportTable:
+    """The whole table: user-load column labels and one block per run."""
+
+    columns: list[str]
+    blocks: list[Block]
+
+
+def _columns(data: RunData) -> list[tuple[str, SteadySummary | None, int]]:
+    """(column label, summary, step number) per step in users order; repeated loads get
+    "#2", "#3"."""
+    seen: dict[int, int] = {}
+    out = []
+    for step in sorted(data.steps, key=lambda s: (s.users, s.step)):
+        seen[step.users] = seen.get(step.users, 0) + 1
+        label = str(step.users) if seen[step.users] == 1 else f"{step.users} #{seen[step.users]}"
+        out.append((label, step.summary, step.step))
+    return out
+
+
+def _timing_rows(summaries: Sequence[SteadySummary]) -> list[tuple[str, Callable[[SteadySummary], float],
+                                                                   Callable[[float], str]]]:
+    """Mean and p90 of each timing the steps have (a deferred Delivery's queue time)."""
+    names = list(dict.fromkeys(name for s in summaries for name in s.timings))
+    return [row for name in names for row in (
+        (f"{name} avg (ms)", lambda s, n=name: s.timings[n].mean if n in s.timings else 0.0, _ms),
+        (f"{name} p90 (ms)", lambda s, n=name: s.timings[n].p90 if n in s.timings else 0.0, _ms))]
+
+
+def _cpu_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list[str]]]:
+    """Host CPU over each step's steady window, where the run has readings of it."""
+    readings = {label: data.readings(step).get(HostCpu.name, {}) for label, step in steps.items()}
+    if not any(readings.values()):
+        return []
+    return [(f"Host CPU {figure} (%)", [_one(readings[label][figure]) if figure in readings[label] else ""
+                                         for label in steps])
+            for figure in CPU_FIGURES]
+
+
+def _labels(runs: Sequence[RunData]) -> list[str]:
+    """A label per run: its storage configuration, made unique, with an unfinished status."""
+    base = [r.run.storage or f"run {r.run.id}" for r in runs]
+    labels = []
+    for data, label in zip(runs, base):
+        if base.count(label) > 1 and label != f"run {data.run.id}":
+            label = f"{label} (run {data.run.id})"
+        if data.run.status != "completed":
+            label = f"{label} [{data.run.status}]"
+        labels.append(label)
+    return labels
+
+
+def build_table(runs: Sequence[RunData]) -> ReportTable:
+    """The report's cells as text, the same for every output format."""
+    per_run = [_columns(r) for r in runs]
+    order: dict[str, tuple[int, int]] = {}
+    for cols in per_run:
+        for label, _, _ in cols:
+            users, _, nth = label.partition(" #")
+            order.setdefault(label, (int(users), int(nth or 1)))
+    columns = sorted(order, key=order.__getitem__)
+    blocks = []
+    for data, cols, label in zip(runs, per_run, _labels(runs)):
+        by_label = {column: summary for column, summary, _ in cols}
+        rows = [(name, get, fmt) for name, get, fmt in ROWS]
+        metric = next((main_metric(data.run.workload, s) for s in by_label.values() if s is not None), None)
+        if metric is not None:
+            main_label = metric[0]
+            rows.append((main_label, lambda s, w=data.run.workload: (main_metric(w, s) or ("", 0.0))[1], _one))
+        if any(s is not None and s.statements for s in by_label.values()):
+            rows += [("QPS" if kind == "total" else f"QPS {kind}", lambda s, k=kind: s.qps.get(k, 0.0), _one)
+                     for kind in QPS_KINDS]
+        rows += _timing_rows([s for s in by_label.values() if s is not None])
+        rows += [(name, get, _int) for name, get in COUNT_ROWS]
+        cells = [[fmt(get(by_label[c])) if by_label.get(c) is not None else "" for c in columns]
+                 for _, get, fmt in rows]
+        names = [r[0] for r in rows]
+        steps = {column: step for column, _, step in cols}
+        for name, row_cells in _cpu_rows(data, steps):
+            names.append(name)
+            cells.append([row_cells[list(steps).index(c)] if c in steps else "" for c in columns])
+        blocks.append(Block(label=label, run_id=data.run.id, rows=names, cells=cells))
+    return ReportTable(columns=columns, blocks=blocks)
+
+
+def to_markdown(table: ReportTable) -> str:
+    """GitHub-flavoured Markdown, the layout of the published reviews."""
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+    out = [line([STORAGE_HEADER, METRIC_HEADER, *table.columns]),
+           "|---|---|" + "---:|" * len(table.columns)]
+    for block in table.blocks:
+        for i, (row, cells) in enumerate(zip(block.rows, block.cells)):
+            out.append(line([block.label if i == 0 else "", row, *cells]))
+    return "\n".join(out) + "\n"
+
+
+def to_csv(table: ReportTable) -> str:
+    """One row per (run, metric), every row labelled, for spreadsheets and scripts."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["storage", "run", METRIC_HEADER, *table.columns])
+    for block in table.blocks:
+        for row, cells in zip(block.rows, block.cells):
+            writer.writerow([block.label, block.run_id, row, *cells])
+    return buf.getvalue()
+
+
+def to_rich(table: ReportTable, title: str | None = None) -> Table:
+    """A rich Table for terminals: one section per run."""
+    out = Table(title=title, show_lines=False)
+    out.add_column(STORAGE_HEADER, style="bold")
+    out.add_column(METRIC_HEADER)
+    for column in table.columns:
+        out.add_column(column, justify="right")
+    for block in table.blocks:
+        last = len(block.rows) - 1
+        for i, (row, cells) in enumerate(zip(block.rows, block.cells)):
+            out.add_row(block.label if i == 0 else "", row, *cells, end_section=i == last)
+    return out
+
+
+def error_lines(runs: Sequence[RunData], most: int = 5) -> list[str]:
+    """Under the table: each step's problems (the load ran short of its plan) and its
+    ``most`` commonest error messages, which a count in the table does not explain."""
+    lines = []
+    for data in runs:
+        steps = sorted({e.step for e in data.errors})
+        for step in steps:
+            here = [e for e in data.errors if e.step == step]
+            for e in (e for e in here if e.txn == PROBLEM):
+                lines.append(f"run {data.run.id} step {step} PROBLEM: {e.message}")
+            errors = sorted((e for e in here if e.txn != PROBLEM), key=lambda e: -e.count)
+            for e in errors[:most]:
+                lines.append(f"run {data.run.id} step {step}: {e.count:,} x {e.txn}: {e.message}")
+            if len(errors) > most:
+                lines.append(f"run {data.run.id} step {step}: {len(errors) - most} more kinds of error in the store")
+    return lines
+
+
+def render(runs: Sequence[RunData], format: str = "rich", width: int = 160) -> str:
+    """The report of ``runs`` side by side as text: "rich" (terminal), "markdown" or "csv"."""
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+    table = build_table(runs)
+    if format == "markdown":
+        return to_markdown(table)
+    if format == "csv":
+        return to_csv(table)
+    console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
+    console.print(to_rich(table))
+    for line in error_lines(runs):
+        console.print(line, markup=False, highlight=False, overflow="fold")
+    return console.file.getvalue()  # type: ignore[attr-defined]

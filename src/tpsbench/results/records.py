@@ -1,0 +1,98 @@
+"""What the results store hands back: plain records, no database access left.
+
+Reports are pure functions of these, so the same run renders alike for a terminal, a
+review and a spreadsheet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from tpsbench.measure.summary import SteadySummary
+
+
+@dataclass
+class Run:
+    id: int
+    workload: str
+    started_at: datetime
+    ended_at: datetime | None
+    status: str
+    storage: str
+    config: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    tool_version: str | None = None
+    db_url: str | None = None
+    server: dict[str, Any] = field(default_factory=dict)
+    honesty: dict[str, Any] | None = None
+    notes: str = ""
+
+
+@dataclass
+class StoredStep:
+    step: int
+    users: int
+    rampup_s: float | None
+    duration_s: float | None
+    #: None while the step runs, or if the run stopped before the step ended
+    summary: SteadySummary | None
+
+
+@dataclass
+class StoredInterval:
+    step: int
+    interval: int
+    t_start: float
+    t_end: float
+    steady: bool
+    users: int | None
+    tps: float
+    p95_ms: float
+    commits: int
+    rollbacks: int
+    retries: int
+    errors: int
+    reconnects: int
+
+
+@dataclass
+class StoredError:
+    step: int
+    txn: str
+    count: int
+    message: str
+
+
+@dataclass
+class StoredObservation:
+    """One figure a step observer read: over an interval, or the step's steady window (None)."""
+
+    step: int
+    interval: int | None
+    observer: str
+    name: str
+    value: float
+
+
+@dataclass
+class RunData:
+    """A run as loaded from the store: all a report needs, no database access left."""
+
+    run: Run
+    steps: list[StoredStep] = field(default_factory=list)
+    intervals: list[StoredInterval] = field(default_factory=list)
+    errors: list[StoredError] = field(default_factory=list)
+    observations: list[StoredObservation] = field(default_factory=list)
+
+    def readings(self, step: int, interval: int | None = None) -> dict[str, dict[str, float]]:
+        """What the observers read over a step's steady window (or one interval of it):
+        observer -> figure -> value."""
+        out: dict[str, dict[str, float]] = {}
+        for o in self.observations:
+            if o.step == step and o.interval == interval:
+                out.setdefault(o.observer, {})[o.name] = o.value
+        return out
+
+

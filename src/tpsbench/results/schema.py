@@ -1,0 +1,113 @@
+"""The results store's tables, and the version of their layout.
+
+Why a version: results stores are shared and outlive the tpsbench that wrote them. A
+store records the layout version it was written with (``store_info``); a tpsbench that
+finds a newer one refuses it in one line instead of misreading it, and one that finds
+an older one adds what is missing (new tables only: nothing stored is ever rewritten).
+
+Version history:
+1. runs, steps, intervals, histograms, errors (no ``store_info`` table);
+2. observations: what step observers read beside every interval and step (host CPU ...).
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+#: the layout this tpsbench writes and reads (see the module docstring)
+SCHEMA_VERSION = 2
+STATUSES = ("running", "completed", "interrupted", "failed")
+
+metadata = sa.MetaData()
+runs_table = sa.Table(
+    "runs", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("workload", sa.String(64), nullable=False),
+    sa.Column("started_at", sa.DateTime, nullable=False),
+    sa.Column("ended_at", sa.DateTime),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("storage", sa.String(200), nullable=False),
+    sa.Column("config", sa.JSON),
+    sa.Column("seed", sa.BigInteger),
+    sa.Column("tool_version", sa.String(40)),
+    sa.Column("db_url", sa.String(1000)),
+    sa.Column("server", sa.JSON),
+    sa.Column("honesty", sa.JSON),
+    sa.Column("notes", sa.Text),
+)
+FIGURES = ("avg_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms")
+COUNTS = ("commits", "rollbacks", "retries", "errors", "reconnects")
+steps_table = sa.Table(
+    "steps", metadata,
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("step", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("users", sa.Integer, nullable=False),
+    sa.Column("rampup_s", sa.Float),
+    sa.Column("duration_s", sa.Float),
+    sa.Column("seconds", sa.Float),
+    sa.Column("tps", sa.Float),
+    sa.Column("tpm", sa.JSON),
+    *(sa.Column(name, sa.Float) for name in FIGURES),
+    *(sa.Column(name, sa.BigInteger) for name in COUNTS),
+    sa.Column("detail", sa.JSON),  # SteadySummary.to_dict(): per-transaction figures
+)
+intervals_table = sa.Table(
+    "intervals", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("step", sa.Integer, nullable=False),
+    sa.Column("interval", sa.Integer, nullable=False),
+    sa.Column("t_start", sa.Float, nullable=False),
+    sa.Column("t_end", sa.Float, nullable=False),
+    sa.Column("steady", sa.Boolean, nullable=False),
+    sa.Column("users", sa.Integer),
+    sa.Column("tps", sa.Float),
+    sa.Column("p95_ms", sa.Float),
+    *(sa.Column(name, sa.BigInteger) for name in COUNTS),
+    sa.Index("ix_intervals_run_step", "run_id", "step", "interval"),
+)
+histograms_table = sa.Table(
+    "histograms", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("step", sa.Integer, nullable=False),
+    sa.Column("interval", sa.Integer),  # NULL: the step's steady state merged
+    sa.Column("txn", sa.String(64), nullable=False),  # "*": all transactions
+    sa.Column("data", sa.Text, nullable=False),  # HdrHistogram V2 base64
+    sa.Index("ix_histograms_run_step", "run_id", "step", "interval", "txn"),
+)
+#: the ``txn`` of a step's problem (StepOutcome.problems: a worker lost, a user that sat the
+#: step out), kept with the errors so that a report shows the step ran short of its plan
+PROBLEM = "(step)"
+#: error samples of every interval of a step, ramp-up included (steps.errors: steady state
+#: only), and the step's problems
+errors_table = sa.Table(
+    "errors", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("step", sa.Integer, nullable=False),
+    sa.Column("txn", sa.String(64), nullable=False),
+    sa.Column("count", sa.BigInteger, nullable=False),
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Index("ix_errors_run_step", "run_id", "step"),
+)
+
+#: readings of step observers (tpsbench.measure.observers): one row per value, for each
+#: interval (``interval`` set) and each step's steady window (``interval`` NULL)
+observations_table = sa.Table(
+    "observations", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("step", sa.Integer, nullable=False),
+    sa.Column("interval", sa.Integer),
+    sa.Column("observer", sa.String(64), nullable=False),
+    sa.Column("name", sa.String(64), nullable=False),
+    sa.Column("value", sa.Float, nullable=False),
+    sa.Index("ix_observations_run_step", "run_id", "step", "interval"),
+)
+#: facts about the store itself: ``schema_version``
+store_info_table = sa.Table(
+    "store_info", metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.String(200), nullable=False),
+)
