@@ -21,17 +21,20 @@ from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.recorder import IntervalRecorder
 from tpsbench.measure.reports import IntervalReport
 from tpsbench.measure.summary import SteadySummary
-from tpsbench.results.store import (
-    ResultsStore,
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.redact import safe_url
+from tpsbench.results.schema import (
+    SCHEMA_VERSION,
     errors_table,
     histograms_table,
     intervals_table,
     metadata,
+    observations_table,
     runs_table,
-    safe_url,
     steps_table,
+    store_info_table,
 )
-from tpsbench.core.errors import TpsbenchError
+from tpsbench.results.store import ResultsStore
 
 PG_SERVER = os.environ.get("TPSBENCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 PG_DATABASE = "tpsb_results_test"
@@ -243,3 +246,32 @@ def test_step_without_start_step_and_histograms_given_as_bytes(store: TrackingSt
     (step,) = store.load_run(run_id).steps
     assert (step.step, step.users, step.rampup_s, step.summary.tps) == (3, 50, None, summary.tps)
     assert store.load_histogram(run_id, 3) == hist
+
+
+# -- the layout version ---------------------------------------------------------------------------
+def test_a_store_from_before_versions_gains_the_new_tables_and_keeps_its_runs(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = sa.create_engine(url)
+    old = [table for table in metadata.sorted_tables if table not in (observations_table, store_info_table)]
+    metadata.create_all(engine, tables=old)  # layout 1: no observations, no store_info
+    with engine.begin() as conn:
+        conn.execute(runs_table.insert().values(workload="tpcc", started_at=sa.func.current_timestamp(),
+                                                status="completed", storage="old disk"))
+    store = ResultsStore(url)
+    assert [r.storage for r in store.list_runs()] == ["old disk"]
+    assert {observations_table.name, store_info_table.name} <= set(sa.inspect(engine).get_table_names())
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(store_info_table.c.value)).scalar_one() == str(SCHEMA_VERSION)
+
+
+def test_a_store_written_by_a_newer_tpsbench_is_refused_in_one_line_and_left_alone(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    ResultsStore(url)
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(store_info_table.update().values(value=str(SCHEMA_VERSION + 1)))
+    with pytest.raises(TpsbenchError) as raised:
+        ResultsStore(url)
+    assert "newer tpsbench" in str(raised.value) and "\n" not in str(raised.value)
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(store_info_table.c.value)).scalar_one() == str(SCHEMA_VERSION + 1)

@@ -4,7 +4,7 @@ statements one at a time.
 Why: on a 2-core machine every cycle the driver spends is taken from the database.
 A user on a thread of its own puts that thread to sleep on every statement and wakes
 it again when the result comes: one sleep and wake-up per round trip, about half of a
-call's client CPU here (bench/results/round_trip_cost.txt). One thread that waits on
+call's client CPU here (bench/experiments/results/round_trip_cost.txt). One thread that waits on
 all of a worker's sockets at once (epoll) sleeps only when no result at all is in, and
 hands no GIL between threads (bench/results/engine_tpcc.txt, ``multiplex``).
 
@@ -238,7 +238,7 @@ class Multiplexer:
 
         Why: done one at a time, between results, this ran on caches the database had
         just filled, and cost the shared thread several times what it costs in a row
-        (bench/results/python_floor.txt). None of it depends on what the database
+        (bench/experiments/results/python_floor.txt). None of it depends on what the database
         answers, so doing it early changes no value and no timing: the clock starts when
         the statement is sent (begin). A transaction that fails to begin here is begun
         again in its turn, where its error counts; a retry begins it anew. The queue

@@ -133,7 +133,7 @@ class LibpqCursor(LibpqSend, BufferedRows):
     connection's ``pgconn``: one round trip, like psycopg's prepared path, without the
     layers above libpq (query conversion and its regex split of long statements, the
     prepared-statement LRU and the generator/wait machinery), which cost 3-5x the client
-    CPU (shared/reference/driver-costs.md). Parameters go as text, rows come back as
+    CPU (docs/driver-costs.md). Parameters go as text, rows come back as
     text and are turned into the same Python types as psycopg's cursor gives, when first
     read (PgRows), by psycopg's own (C) loaders, looked up once per prepared statement
     (its rows have one shape): the lookup for every result cost 4 us of a transaction's

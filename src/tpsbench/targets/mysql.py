@@ -7,8 +7,8 @@ force either: ``mysql+pymysql://`` or ``mysql+mysqldb://``; a bare ``mysql://`` 
 ``mariadb://``) takes the fastest one installed.
 
 Bulk path: LOAD DATA LOCAL INFILE of the batch's TSV, written to a temporary file in
-/dev/shm (memory, so the file costs no disk I/O). bench/mysql_bulk_paths.py measured it
-against large multi-row INSERTs (bench/results/mysql_bulk_paths.txt): with both drivers
+/dev/shm (memory, so the file costs no disk I/O). bench/experiments/mysql_bulk_paths.py measured it
+against large multi-row INSERTs (bench/experiments/results/mysql_bulk_paths.txt): with both drivers
 LOAD DATA loads about 1.8x the rows per second (median over tables and runs) for a
 third of the client CPU. Multi-row INSERT stays as the fallback for servers that
 refuse LOCAL (MySQL 8 ships with ``local_infile=OFF``).
@@ -57,7 +57,7 @@ KEY_SETTINGS = (
 )
 #: drivers by the name used in URLs, with the module that provides each
 DRIVER_MODULES = {"mysqldb": "MySQLdb", "pymysql": "pymysql"}
-#: size of one multi-row INSERT: 1 MiB beat 4 MiB in bench/results/mysql_bulk_paths.txt,
+#: size of one multi-row INSERT: 1 MiB beat 4 MiB in bench/experiments/results/mysql_bulk_paths.txt,
 #: and stays well under max_allowed_packet (16 MiB on MariaDB, 64 MiB on MySQL 8)
 INSERT_STATEMENT_BYTES = 1 << 20
 SHM = "/dev/shm"

@@ -69,7 +69,7 @@ class MysqlclientCursor(MysqlclientSend, BufferedRows):
     cursor's) when first read (MysqlRows), ``rowcount`` from affected_rows and
     ``lastrowid`` from insert_id (which carries LAST_INSERT_ID(expr)). The cursor's
     Python layers cost several times the client CPU of this
-    (shared/reference/driver-costs.md); most of all its ``connection.literal``, about 1
+    (docs/driver-costs.md); most of all its ``connection.literal``, about 1
     us a value, against a fifth of that here for the ints, strings and Decimals of the
     benchmarks (anything else still goes through ``literal``). Errors are mysqlclient's
     own exceptions.
@@ -143,7 +143,7 @@ class MysqlclientCursor(MysqlclientSend, BufferedRows):
 
         Deferred from execute() on purpose: the server sends a CALL's status a moment
         after the procedure's last SELECT, and waiting for it there puts the client to
-        sleep a second time per call (bench/results/round_trip_cost.txt); by the next
+        sleep a second time per call (bench/experiments/results/round_trip_cost.txt); by the next
         command it has long arrived. Our procedures end with that SELECT, after their
         COMMIT, so the status carries no error that would belong to the last call. The
         state is the connection's (``more_results``), so a cursor made later on a kept
