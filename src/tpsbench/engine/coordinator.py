@@ -278,6 +278,7 @@ class Coordinator:
             if self.interrupted and stop_deadline is None:
                 stop_deadline = time.monotonic() + STOP_WAIT_S
                 result.interrupted = True
+                self.observers.halt()  # the partial interval is not worth a wait
                 for index in pending:
                     transport.send(index, Stop())
             for index, msg in transport.receive(0.2):

@@ -100,13 +100,17 @@ class Observers:
             return {}
         return self._between(self.first_steady, max(self.samples))
 
+    def halt(self) -> None:
+        """Sample no more in this step, and let no reading wait for a sample (Ctrl-C)."""
+        self.stop.set()
+        with self.sampled:
+            self.sampled.notify_all()
+
     def end_step(self, step: int) -> None:
         """Stop sampling (a stopped step ends before its last boundary)."""
         if self.thread is None:
             return
-        self.stop.set()
-        with self.sampled:
-            self.sampled.notify_all()
+        self.halt()
         self.thread.join()
         self.thread = None
         for observer in self.observers:
