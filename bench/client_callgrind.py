@@ -18,9 +18,12 @@ workloads' fast sessions); ``--path thread`` on a thread of its own (VirtualUser
         --target postgresql:tpcc:procedures=on:300:1300 \\
         --target postgresql:sysbench:mode=oltp_point_select:2000:7000
 
-``work`` is the working tree; other revisions are exported with ``git archive``. Needs
+``work`` is the working tree; other revisions are exported with ``git archive``
+(bench/revisions.py), revisions before the layered layout (tpsbench.api.*) too. Needs
 valgrind, and the databases of bench/vs_sysbench.py (tpsb_sb_bench, for sysbench) and
-bench/engine_tpcc.py (tpsb_eng_tpcc, for tpcc).
+bench/engine_tpcc.py (tpsb_eng_tpcc, for tpcc) on the servers of ``--pg-url`` and
+``--mysql-url`` (default: $TPSBENCH_BENCH_PG's and $TPSBENCH_BENCH_MYSQL's, else
+127.0.0.1's; bench/servers.py), into which each workload puts its database.
 """
 
 from __future__ import annotations
@@ -33,24 +36,26 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sysbench_client_cost import source_tree  # type: ignore[import-not-found]
+from revisions import source_tree  # type: ignore[import-not-found]
+from servers import add_url_options, urls, with_database  # type: ignore[import-not-found]
 
-#: the database of each (server, workload), made by the benchmarks the docstring names
-URLS = {
-    ("postgresql", "sysbench"): "postgresql://postgres@127.0.0.1/tpsb_sb_bench",
-    ("mariadb", "sysbench"): "mysql://root@127.0.0.1/tpsb_sb_bench",
-    ("postgresql", "tpcc"): "postgresql://postgres@127.0.0.1/tpsb_eng_tpcc",
-    ("mariadb", "tpcc"): "mysql://root@127.0.0.1/tpsb_eng_tpcc",
-}
+#: the database of each workload, made by the benchmarks the docstring names
+DATABASES = {"sysbench": "tpsb_sb_bench", "tpcc": "tpsb_eng_tpcc"}
 
 #: N transactions of one user in this process, after 200 to warm up; the session and
 #: its connection are kept from the warm-up to the measured run, as the engine keeps them
 LOOP = r"""
 import sys, threading
-from tpsbench.measure.recorder import IntervalRecorder
-from tpsbench.engine.multiplex import Multiplexer
-from tpsbench.core.session import RunContext
-from tpsbench.engine.worker import VirtualUser
+try:  # the engine's parts since the layered layout (db3e1fb) ...
+    from tpsbench.core.session import RunContext
+    from tpsbench.engine.multiplex import Multiplexer
+    from tpsbench.engine.users import VirtualUser
+    from tpsbench.measure.recorder import IntervalRecorder
+except ImportError:  # ... and before it, so that older revisions can be counted too
+    from tpsbench.api.metrics import IntervalRecorder
+    from tpsbench.api.multiplex import Multiplexer
+    from tpsbench.api.session import RunContext
+    from tpsbench.api.worker import VirtualUser
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
 
@@ -106,7 +111,7 @@ def functions(path: Path) -> dict[str, int]:
     return found
 
 
-def per_transaction(src: Path, target: str, path: str, tmp: Path) -> dict[str, float]:
+def per_transaction(src: Path, target: str, path: str, tmp: Path, servers: dict[str, str]) -> dict[str, float]:
     """Self instructions per transaction, per function (the difference of an N1 and an N2 run)."""
     server, workload, spec, n1, n2 = target.split(":")
     runs = []
@@ -117,7 +122,8 @@ def per_transaction(src: Path, target: str, path: str, tmp: Path) -> dict[str, f
         # vary with it): the same revision then counts the same to 0.1 %
         env = dict(os.environ, PYTHONPATH=str(src), OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
         done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", python, "-c", LOOP,
-                               URLS[server, workload], workload, spec, path, n], capture_output=True, text=True, env=env)
+                               with_database(servers[server], DATABASES[workload]), workload, spec, path, n],
+                              capture_output=True, text=True, env=env)
         if done.returncode:
             sys.exit(f"{target} on {src}: the loop failed:\n{done.stderr[-3000:]}")
         runs.append(functions(out))
@@ -133,6 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--path", choices=("mux", "thread"), default="mux",
                         help="the user on a worker's shared thread (mux) or on a thread of its own")
     parser.add_argument("--top", type=int, default=0, help="also list the N most costly functions of each run")
+    add_url_options(parser, "", note=f"; the workload's database is put in: {', '.join(DATABASES.values())}")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
@@ -141,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         for target in args.target:
             totals = {}
             for name, src in revs:
-                costs = per_transaction(src, target, args.path, tmp)
+                costs = per_transaction(src, target, args.path, tmp, urls(args))
                 totals[name] = sum(costs.values())
                 for cost, function in sorted(((v, k) for k, v in costs.items()), reverse=True)[: args.top]:
                     print(f"    {name:8} {cost:9,.0f}  {function[:110]}")

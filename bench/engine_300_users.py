@@ -2,22 +2,27 @@
 
 One step of 300 users (think off, warehouses=home: user u works on warehouse u % W + 1,
 so the users spread evenly over the W warehouses) on a ``tpsb_eng_300`` database of W
-warehouses (default 10, 30 users per warehouse; built when missing), 30 s ramp-up and
-60 s steady state through :func:`tpsbench.commands.run.run`. Checked and printed:
+warehouses (default 10, 30 users per warehouse; built anew first, as bench/engine_tpcc.py
+builds before every run), 30 s ramp-up and
+60 s steady state through :func:`tpsbench.run`. Checked and printed:
 
 - the server's view: the client backends of the database, counted from /proc every
-  0.5 s by bench/engine_tpcc.py's monitor; every sample inside the steady window must
-  see all 300;
+  0.5 s by bench/engine_tpcc.py's monitor (bench/cpu_monitor.py); every sample inside
+  the steady window must see all 300;
 - the driver's view, user by user: every session counts its commits in an array shared
-  with this process (a TpccWorkload subclass that only adds the count), sampled every
-  0.5 s; every user must have committed inside the steady window;
+  with this process (a TpccWorkload subclass that only adds the count, which the run
+  gets by swapping tpsbench.commands.run's get_workload: tpsbench.run takes a workload
+  by name only), sampled every 0.5 s; every user must have committed inside the steady
+  window;
 - the driver's total memory at 300 users: RSS and PSS (which shares pages among the
   processes that map them, so it adds up) of the coordinator and its worker processes
   from /proc/<pid>/smaps_rollup, at the middle of the steady window and at its largest;
 - TPS, tpmC, errors, retries, the honesty check, and the driver's CPU as in
   bench/engine_tpcc.py.
 
-    python bench/engine_300_users.py [--users 300] [--warehouses 10] [--duration 60] [--rampup 30]
+    python bench/engine_300_users.py [--users 300] [--warehouses 10] [--duration 60] [--rampup 30] [--url URL]
+
+The URL defaults to $TPSBENCH_BENCH_PG's server (else 127.0.0.1's), database tpsb_eng_300.
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ from typing import Any
 
 import psycopg
 from engine_tpcc import describe, run_one, steady_window
+from servers import add_url_options, pg_conninfo  # type: ignore[import-not-found]
 
-from tpsbench.api import runner
+import tpsbench.commands.run as runner  # the module behind tpsbench.run: its get_workload is swapped in main()
 from tpsbench.core.session import RunContext, Session
 from tpsbench.core.target import Target
 from tpsbench.workloads.tpcc import TpccWorkload
@@ -69,6 +75,11 @@ class CountingTpcc(TpccWorkload):
     def __init__(self, counts: Any) -> None:
         self.counts = counts
 
+    @classmethod
+    def folder(cls) -> Path:
+        """TPC-C's package folder (its DDL and scale factors), not this script's."""
+        return TpccWorkload.folder()
+
     def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
         return CountingSession(ctx, user_id, users, conn, target, self.counts)
 
@@ -96,8 +107,8 @@ class CountSampler(threading.Thread):
         return [b - a for a, b in zip(first, last)]
 
 
-def server_settings() -> str:
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres") as conn:
+def server_settings(url: str) -> str:
+    with psycopg.connect(pg_conninfo(url, "postgres")) as conn:
         rows = conn.execute("SELECT name, setting FROM pg_settings WHERE name IN ('max_connections', "
                             "'shared_buffers', 'synchronous_commit', 'server_version')").fetchall()
     return ", ".join(f"{name}={value}" for name, value in rows)
@@ -115,6 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--label", default="")
+    add_url_options(parser, DB, ("postgresql",), single=True)
     args = parser.parse_args(argv)
 
     counts = mp.get_context("spawn").RawArray("q", args.users)
@@ -123,11 +135,12 @@ def main(argv: list[str] | None = None) -> None:
     sampler.start()
     head = (f"# bench/engine_300_users.py {time.strftime('%Y-%m-%d %H:%M')}: TPC-C {args.warehouses} warehouses, "
             f"{args.users} users (warehouses=home, think off), {args.rampup:.0f} s ramp-up, {args.duration:.0f} s "
-            f"steady, PostgreSQL ({server_settings()}); Python {sys.version.split()[0]}, {os.cpu_count()} cores, "
+            f"steady, PostgreSQL ({server_settings(args.url)}); Python {sys.version.split()[0]}, "
+            f"{os.cpu_count()} cores, "
             f"load average at start {os.getloadavg()[0]:.1f}" + (f"; {args.label}" if args.label else ""))
     print(head, flush=True)
     result, record, monitor = run_one("postgresql", args.users, args.rampup, args.duration,
-                                      {"warehouses": "home"}, db=DB, scale=args.warehouses, every=0.5,
+                                      {"warehouses": "home"}, url=args.url, scale=args.warehouses, every=0.5,
                                       memory_every=4)
     sampler.done.set()
     sampler.join()

@@ -5,14 +5,17 @@ shared 2-core machine, about what one change to the hot path is worth. Runs of t
 revisions taken in turn, round after round, see the same machine at the same moments,
 so the per-round difference shows what the change did and the spread shows the noise.
 
-Each revision's package (``git archive`` of src, schemas and scale_factors; ``work`` is
-the working tree) runs under this checkout's bench/engine_tpcc.py, so only the code
-measured differs. Printed per round and revision: the driver's CPU per 1,000
-transactions and its share against our backends; then each revision's range and its
-driver CPU as a ratio of the first revision's, round by round.
+Each revision's package (``git archive`` of its src, and of the schemas and
+scale_factors folders that revisions before the layered layout read from the top of
+their tree: bench/revisions.py; ``work`` is the working tree) runs under this checkout's
+bench/engine_tpcc.py and bench/cpu_monitor.py, so only the code measured differs.
+Printed per round and revision: the driver's CPU per 1,000 transactions and its share
+against our backends; then each revision's range and its driver CPU as a ratio of the
+first revision's, round by round. The server's URL (--pg-url / --mysql-url, default
+tpsb_eng_tpcc on the environment's server, bench/servers.py) is handed to engine_tpcc.
 
-    python bench/engine_tpcc_revs.py --rev base=bf270cf --rev new=work [--rounds 3]
-        [--duration 40] [--server postgresql] [--variant procedures=on]
+    python bench/engine_tpcc_revs.py --rev base=d2030a4 --rev new=work [--rounds 3]
+        [--duration 40] [--server postgresql] [--variant procedures=on] [--pg-url URL] [--mysql-url URL]
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from sysbench_client_cost import source_tree  # type: ignore[import-not-found]
+from revisions import source_tree  # type: ignore[import-not-found]
+from servers import OPTIONS, add_url_options, urls  # type: ignore[import-not-found]
 
 HERE = Path(__file__).parent
 OUT = HERE / "results" / "engine_tpcc_revs.txt"
@@ -34,10 +38,10 @@ OUT = HERE / "results" / "engine_tpcc_revs.txt"
 LINE = re.compile(r"driver CPU\s+([\d.]+) s/1,000 txn .*\(vs ours only\s+([\d.]+)%\)")
 
 
-def measure(src: Path, server: str, variant: str, duration: float, tmp: Path) -> tuple[float, float]:
+def measure(src: Path, server: str, url: str, variant: str, duration: float, tmp: Path) -> tuple[float, float]:
     """One engine_tpcc run of the package at ``src``: (driver s per 1,000 txn, share % vs ours)."""
     done = subprocess.run([sys.executable, str(HERE / "engine_tpcc.py"), "--servers", server, "--variants", variant,
-                           "--duration", str(duration), "--out", str(tmp / "engine_tpcc.txt")],
+                           "--duration", str(duration), "--out", str(tmp / "engine_tpcc.txt"), OPTIONS[server], url],
                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(src)))
     found = LINE.search(done.stdout)
     if done.returncode or found is None:
@@ -53,6 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--server", default="postgresql")
     parser.add_argument("--variant", default="procedures=on")
     parser.add_argument("--out", type=Path, default=OUT)
+    add_url_options(parser, "tpsb_eng_tpcc")
     args = parser.parse_args(argv)
     revs = [tuple(spec.split("=", 1)) for spec in args.rev]
     lines = [f"# python bench/engine_tpcc_revs.py {' '.join(sys.argv[1:] if argv is None else argv)}  "
@@ -64,7 +69,8 @@ def main(argv: list[str] | None = None) -> None:
         trees = {name: source_tree(rev, Path(tmp)) for name, rev in revs}
         for number in range(1, args.rounds + 1):
             for name, _ in revs:
-                got[name].append(measure(trees[name], args.server, args.variant, args.duration, Path(tmp)))
+                got[name].append(measure(trees[name], args.server, urls(args)[args.server], args.variant, args.duration,
+                                         Path(tmp)))
             lines.append(f"{number:<5}  " + "  ".join(f"{got[n][-1][0]:>13.3f} {got[n][-1][1]:>6.1f} %" for n, _ in revs))
             print(lines[-1], flush=True)
     first = revs[0][0]

@@ -10,6 +10,10 @@ The ratio build / ingest is what the generator and the client path cost on top o
 engine's own ingest. Targets: <= 1.3 on PostgreSQL, <= 1.5 on MariaDB.
 
     python bench/load_tpcc.py [--warehouses 10] [--workers 2] [--engines postgresql,mariadb]
+        [--pg-url URL] [--mysql-url URL]
+
+The URLs default to $TPSBENCH_BENCH_PG's and $TPSBENCH_BENCH_MYSQL's servers (else
+127.0.0.1's), database tpsb_bench_load (bench/servers.py).
 """
 
 from __future__ import annotations
@@ -23,17 +27,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tpsbench.commands.build import _execute_ddl, build, drop
-from tpsbench.core.workload import LoadParams
-from tpsbench.core.schema import schema_file, split_ddl
-from tpsbench.targets import open_target
+from servers import add_url_options, urls  # type: ignore[import-not-found]
+
+from tpsbench import build, drop
+from tpsbench.core.schema import execute_ddl, split_ddl
 from tpsbench.core.target import Target
+from tpsbench.core.workload import LoadParams
+from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
 
-URLS = {
-    "postgresql": "postgresql://postgres@127.0.0.1/tpsb_bench_load",
-    "mariadb": "mysql://root@127.0.0.1/tpsb_bench_load",
-}
+DB = "tpsb_bench_load"
 RESULTS = Path(__file__).parent / "results" / "load_tpcc.txt"
 
 
@@ -61,9 +64,9 @@ def ingest(target: Target, workload: str, files: list[tuple[str, Path]], workers
     """Seconds to create the tables, ingest the files with `workers` sessions, index, analyze."""
     wl = get_workload(workload)
     drop(workload, target)
-    tables_ddl, index_ddl = split_ddl(schema_file(workload, target.dialect).read_text())
+    tables_ddl, index_ddl = split_ddl(wl.schema_file(target.dialect).read_text())
     started = time.monotonic()
-    _execute_ddl(target, tables_ddl, "creating tables")
+    execute_ddl(target, tables_ddl, "creating tables")
     # Same work split as the loader: consecutive chunks of one task stay on one session.
     shares: list[list[tuple[str, Path]]] = [[] for _ in range(workers)]
     for i, item in enumerate(files):
@@ -81,7 +84,7 @@ def ingest(target: Target, workload: str, files: list[tuple[str, Path]], workers
 
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(load_share, shares))
-    _execute_ddl(target, index_ddl, "building indexes")
+    execute_ddl(target, index_ddl, "building indexes")
     conn = target.connect()
     try:
         target.after_load(conn, list(wl.tables))
@@ -97,6 +100,7 @@ def main() -> None:
     parser.add_argument("--warehouses", type=int, default=10)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--engines", default="postgresql,mariadb")
+    add_url_options(parser, DB)
     args = parser.parse_args()
     load_time = dt.datetime(2026, 1, 1).isoformat(sep=" ")
     lines = [f"# bench/load_tpcc.py {dt.datetime.now():%Y-%m-%d %H:%M}, {args.warehouses} warehouses, "
@@ -108,9 +112,10 @@ def main() -> None:
         mb = sum(p.stat().st_size for _, p in files) / 1e6
         lines.append(f"rows as text: {mb:,.0f} MB in {len(files)} files")
         for engine in args.engines.split(","):
-            target = open_target(URLS[engine])
+            url = urls(args)[engine]
+            target = open_target(url)
             target.ensure_database()
-            result = build("tpcc", args.warehouses, URLS[engine], workers=args.workers, seed=0,
+            result = build("tpcc", args.warehouses, url, workers=args.workers, seed=0,
                            load_time=load_time, drop_existing=True, show_progress=False)
             limit = ingest(target, "tpcc", files, args.workers)
             lines.append(f"{engine:10} tpsbench build {result.seconds:7.1f} s   engine ingest of the same rows "

@@ -3,9 +3,13 @@
 Builds 1 and 4 warehouses on each engine and reads the size of the workload's tables
 with their indexes as the engine reports it; the difference gives the size of one
 warehouse, the rest is the fixed ITEM table. Paste the printed TOML into
-scale_factors/tpcc.toml; the output is also kept in bench/results/sizes_tpcc.txt.
+src/tpsbench/workloads/tpcc/scale_factors.toml; the output is also kept in
+bench/results/sizes_tpcc.txt.
 
-    python bench/measure_sizes.py [--engines sqlite,postgresql,mariadb]
+    python bench/measure_sizes.py [--engines sqlite,postgresql,mariadb] [--pg-url URL] [--mysql-url URL]
+
+SQLite builds in a temporary folder; the server URLs default to $TPSBENCH_BENCH_PG's and
+$TPSBENCH_BENCH_MYSQL's servers (else 127.0.0.1's), database tpsb_bench_size (bench/servers.py).
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import tempfile
 from pathlib import Path
 
 import sqlalchemy as sa
+from servers import add_url_options, urls  # type: ignore[import-not-found]
 
-from tpsbench.commands.build import build, drop
+from tpsbench import build, drop
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
 
+DB = "tpsb_bench_size"
 RESULTS = Path(__file__).parent / "results" / "sizes_tpcc.txt"
 SCALES = (1, 4)
 
@@ -52,19 +58,16 @@ def measure(url: str, scale: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--engines", default="sqlite,postgresql,mariadb")
+    add_url_options(parser, DB)
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="tpsb-size-")
-    urls = {
-        "sqlite": f"sqlite:///{os.path.join(folder, 'size.db')}",
-        "postgresql": "postgresql://postgres@127.0.0.1/tpsb_bench_size",
-        "mariadb": "mysql://root@127.0.0.1/tpsb_bench_size",
-    }
+    engines = {"sqlite": f"sqlite:///{os.path.join(folder, 'size.db')}", **urls(args)}
     lines = [f"# bench/measure_sizes.py {dt.date.today()}"]
     for engine in args.engines.split(","):
-        small, large = (measure(urls[engine], s) for s in SCALES)
+        small, large = (measure(engines[engine], s) for s in SCALES)
         per = (large - small) / (SCALES[1] - SCALES[0])
         fixed = small - per * SCALES[0]
-        dialect = open_target(urls[engine]).dialect
+        dialect = open_target(engines[engine]).dialect
         lines += [
             f"[size.{dialect}]",
             f"per_scale_mb = {per:.1f}",

@@ -13,9 +13,12 @@ machine something else used meanwhile (other work on a shared machine, and kerne
 no process is charged for).
 
     python bench/vs_sysbench.py [--seconds 30] [--threads 8] [--repeat 2] [--out bench/results/vs_sysbench.txt]
+        [--pg-url URL] [--mysql-url URL]
 
 Installs Debian's sysbench with apt-get when it is missing. Drops and recreates the
-tpsb_sb_bench databases. The notes below the table in the output file are kept.
+tpsb_sb_bench databases (the URLs' databases: by default tpsb_sb_bench on
+$TPSBENCH_BENCH_PG's and $TPSBENCH_BENCH_MYSQL's servers, else 127.0.0.1's; bench/servers.py).
+The notes below the table in the output file are kept.
 """
 
 from __future__ import annotations
@@ -31,24 +34,28 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import psycopg
 import pymysql
+from servers import add_url_options, database, mysql_args, pg_conninfo, urls  # type: ignore[import-not-found]
 
-from tpsbench.engine.coordinator import LoadStep, run_steps
 from tpsbench.core.session import RunContext
+from tpsbench.engine.coordinator import LoadStep, run_steps
 from tpsbench.targets import open_target
 from tpsbench.workloads.sysbench import SysbenchWorkload
 
 DB = "tpsb_sb_bench"
 TABLES, TABLE_SIZE = 10, 100_000
 MODES = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
-SERVERS = {
-    "postgresql": (f"postgresql://postgres@127.0.0.1/{DB}",
-                   ["--db-driver=pgsql", "--pgsql-host=127.0.0.1", "--pgsql-user=postgres", f"--pgsql-db={DB}"]),
-    "mariadb": (f"mysql://root@127.0.0.1/{DB}",
-                ["--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-user=root", f"--mysql-db={DB}"]),
-}
+
+
+def sysbench_args(server: str, url: str) -> list[str]:
+    """sysbench's options for the database at ``url``."""
+    u, driver = urlsplit(url), "pgsql" if server == "postgresql" else "mysql"
+    given = {"host": u.hostname, "port": u.port, "user": unquote(u.username or ""),
+             "password": unquote(u.password or ""), "db": database(url)}
+    return [f"--db-driver={driver}", *(f"--{driver}-{k}={v}" for k, v in given.items() if v)]
 
 
 @dataclass
@@ -79,18 +86,26 @@ def ensure_sysbench() -> str:
     return shutil.which("sysbench") or "sysbench"
 
 
-def recreate_database(server: str) -> None:
+def recreate_database(server: str, url: str) -> None:
+    db = database(url)
     if server == "postgresql":
-        with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{DB}"')
+        with psycopg.connect(pg_conninfo(url, "postgres"), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{db}"')
     else:
-        conn = pymysql.connect(host="127.0.0.1", user="root", password="", autocommit=True)
+        conn = pymysql.connect(**mysql_args(url, db=""), autocommit=True)
         try:
-            conn.cursor().execute(f"DROP DATABASE IF EXISTS `{DB}`")
-            conn.cursor().execute(f"CREATE DATABASE `{DB}` CHARACTER SET utf8mb4")
+            conn.cursor().execute(f"DROP DATABASE IF EXISTS `{db}`")
+            conn.cursor().execute(f"CREATE DATABASE `{db}` CHARACTER SET utf8mb4")
         finally:
             conn.close()
+
+
+def prepare_tables(binary: str, server: str, url: str) -> None:
+    """A new database at ``url`` with sysbench's tables (TABLES x TABLE_SIZE rows)."""
+    recreate_database(server, url)
+    subprocess.run([binary, "oltp_read_write", *sysbench_args(server, url), f"--tables={TABLES}",
+                    f"--table-size={TABLE_SIZE}", "--threads=2", "prepare"], check=True, capture_output=True)
 
 
 SERVER_PROCESSES = {"postgresql": ("postgres",), "mariadb": ("mariadbd", "mysqld")}
@@ -115,9 +130,9 @@ class ServerCpu(threading.Thread):
     connection as a thread of one process: its whole CPU is counted there.
     """
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, db: str) -> None:
         super().__init__(daemon=True)
-        self.server, self.latest, self.stop_event = server, {}, threading.Event()
+        self.server, self.db, self.latest, self.stop_event = server, db, {}, threading.Event()
         self.base = self.total_ticks() if server == "mariadb" else 0
 
     def total_ticks(self) -> int:
@@ -131,7 +146,7 @@ class ServerCpu(threading.Thread):
     def run(self) -> None:
         if self.server == "mariadb":
             return
-        marker = f" {DB} ".encode()
+        marker = f" {self.db} ".encode()
         while not self.stop_event.wait(0.1):
             for pid in filter(str.isdigit, os.listdir("/proc")):
                 try:
@@ -159,13 +174,13 @@ def cpu_times() -> tuple[float, float]:
 
 class Meter:
     """Client CPU (this process's finished children: sysbench, or the engine's workers),
-    server CPU and machine load over a ``with`` block."""
+    server CPU (on database ``db``) and machine load over a ``with`` block."""
 
-    def __init__(self, server: str) -> None:
-        self.server = server
+    def __init__(self, server: str, db: str) -> None:
+        self.server, self.db = server, db
 
     def __enter__(self) -> Meter:  # noqa: PYI034 - a plain class, never subclassed
-        self.server_meter = ServerCpu(self.server)
+        self.server_meter = ServerCpu(self.server, self.db)
         self.server_meter.start()
         self.children = resource.getrusage(resource.RUSAGE_CHILDREN)
         self.own = resource.getrusage(resource.RUSAGE_SELF)
@@ -183,10 +198,10 @@ class Meter:
         self.server_cpu = self.server_meter.seconds()
 
 
-def run_sysbench(binary: str, server: str, conn_args: list[str], mode: str, seconds: int, threads: int) -> Measured:
-    args = [binary, mode, *conn_args, f"--tables={TABLES}", f"--table-size={TABLE_SIZE}",
+def run_sysbench(binary: str, server: str, url: str, mode: str, seconds: int, threads: int) -> Measured:
+    args = [binary, mode, *sysbench_args(server, url), f"--tables={TABLES}", f"--table-size={TABLE_SIZE}",
             f"--threads={threads}", f"--time={seconds}", "run"]
-    with Meter(server) as meter:
+    with Meter(server, database(url)) as meter:
         out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     tps = float(re.search(r"transactions:\s+\d+\s+\(([\d.]+) per sec", out).group(1))  # type: ignore[union-attr]
     return Measured(tps, meter.client_cpu, meter.server_cpu, meter.wall, meter.busy)
@@ -202,7 +217,7 @@ def run_tpsbench(url: str, server: str, mode: str, seconds: int, users: int, wor
     meta = wl.verify_schema(open_target(url))
     ctx = RunContext("sysbench", url, int(meta["scale"]), 1,
                      {k[6:]: int(v) for k, v in meta.items() if k.startswith("const_")}, options)
-    with Meter(server) as meter:
+    with Meter(server, database(url)) as meter:
         step = LoadStep(users=users, duration_s=float(seconds), rampup_s=2.0, interval_s=10.0, multiplex=multiplex)
         outcome = run_steps(ctx, wl, [step], workers=workers, live=None)
     result = outcome.steps[0]
@@ -240,6 +255,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-multiplex", dest="multiplex", action="store_false",
                         help="every tpsbench user on a thread of its own (default: the workers' shared threads)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "vs_sysbench.txt")
+    add_url_options(parser, DB)
     args = parser.parse_args(argv)
     binary = ensure_sysbench()
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True).stdout.strip()
@@ -254,18 +270,16 @@ def main(argv: list[str] | None = None) -> None:
     ]
     print("\n".join(lines), flush=True)
     for server in args.servers.split(","):
-        url, conn_args = SERVERS[server]
-        recreate_database(server)
-        subprocess.run([binary, "oltp_read_write", *conn_args, f"--tables={TABLES}", f"--table-size={TABLE_SIZE}",
-                        "--threads=2", "prepare"], check=True, capture_output=True)
+        url = urls(args)[server]
+        prepare_tables(binary, server, url)
         for mode in args.modes.split(","):
             pairs = []
             for rep in range(args.repeat):
                 if rep % 2:
                     ours = run_tpsbench(url, server, mode, args.seconds, args.threads, args.workers, args.multiplex)
-                    sb = run_sysbench(binary, server, conn_args, mode, args.seconds, args.threads)
+                    sb = run_sysbench(binary, server, url, mode, args.seconds, args.threads)
                 else:
-                    sb = run_sysbench(binary, server, conn_args, mode, args.seconds, args.threads)
+                    sb = run_sysbench(binary, server, url, mode, args.seconds, args.threads)
                     ours = run_tpsbench(url, server, mode, args.seconds, args.threads, args.workers, args.multiplex)
                 pairs.append((sb, ours))
             line = pair_line(server, mode, pairs)

@@ -11,9 +11,11 @@ statement, the paths interleaved in rounds:
 * ``mariadb binary``: ``cursor(prepared=True).execute("... id=?", (id,))`` + ``fetchall()``
   (MariaDB Connector/Python, ``pip install mariadb``, needs libmariadb-dev)
 
-    python bench/mariadb_protocols.py [--statements 20000] [--rounds 3]
+    python bench/experiments/mariadb_protocols.py [--statements 20000] [--rounds 3] [--url URL]
 
-Needs the tables of bench/vs_sysbench.py (tpsb_sb_bench). Server CPU is all of mariadbd.
+Needs the tables of bench/vs_sysbench.py (tpsb_sb_bench; the URL defaults to
+$TPSBENCH_BENCH_MYSQL's server, else 127.0.0.1's, bench/servers.py). Server CPU is all of
+mariadbd. Results: bench/experiments/results/mariadb_protocols.txt.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the modules shared with it
+from servers import add_url_options, mysql_args  # type: ignore[import-not-found]  # noqa: E402
 
 DB = "tpsb_sb_bench"
 TABLE_SIZE = 100_000
@@ -43,10 +48,10 @@ def mariadbd_seconds() -> float:
     raise SystemExit("no mariadbd process")
 
 
-def mysqlclient_text() -> Callable[[int], None]:
+def mysqlclient_text(url: str) -> Callable[[int], None]:
     import MySQLdb
 
-    conn = MySQLdb.connect(host="127.0.0.1", user="root", password="", database=DB, autocommit=True)
+    conn = MySQLdb.connect(**mysql_args(url), autocommit=True)
 
     def one(ident: int) -> None:
         conn.query(b"SELECT c FROM sbtest1 WHERE id=%d" % ident)
@@ -55,10 +60,10 @@ def mysqlclient_text() -> Callable[[int], None]:
     return one
 
 
-def mariadb_binary() -> Callable[[int], None]:
+def mariadb_binary(url: str) -> Callable[[int], None]:
     import mariadb
 
-    conn = mariadb.connect(host="127.0.0.1", user="root", password="", database=DB, autocommit=True)
+    conn = mariadb.connect(**mysql_args(url), autocommit=True)
     cur = conn.cursor(prepared=True)
     sql = "SELECT c FROM sbtest1 WHERE id=?"
 
@@ -89,8 +94,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--statements", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
+    add_url_options(parser, DB, ("mariadb",), single=True)
     args = parser.parse_args(argv)
-    paths = {name: make() for name, make in PATHS.items()}
+    paths = {name: make(args.url) for name, make in PATHS.items()}
     results: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in paths}
     for round_no in range(args.rounds):
         for name in (list(paths) if round_no % 2 == 0 else list(paths)[::-1]):

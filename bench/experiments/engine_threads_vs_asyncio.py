@@ -8,8 +8,10 @@ client CPU (user + system, from getrusage of that process alone) covers nothing 
 "Think" rows add a 10 ms sleep between transactions, as a run with think time does: many
 users, mostly idle, which is where asyncio is said to shine.
 
-Usage:  python bench/engine_threads_vs_asyncio.py [--url postgresql://postgres@127.0.0.1/tpsb_engine_bench]
-Output: one line per case; kept in bench/results/engine_threads_vs_asyncio.txt
+Usage:  python bench/experiments/engine_threads_vs_asyncio.py [--url postgresql://postgres@127.0.0.1:5432/tpsb_engine_bench]
+Output: one line per case; kept in bench/experiments/results/engine_threads_vs_asyncio.txt
+The URL defaults to $TPSBENCH_BENCH_PG's server (else 127.0.0.1's), database
+tpsb_engine_bench, which must exist (bench/servers.py).
 """
 
 from __future__ import annotations
@@ -21,10 +23,15 @@ import os
 import platform
 import random
 import resource
+import sys
 import threading
 import time
+from pathlib import Path
 
 import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the modules shared with it
+from servers import add_url_options, pg_conninfo  # type: ignore[import-not-found]  # noqa: E402
 
 SQL = "SELECT c FROM sbtest1 WHERE id = %s"
 ROWS = 100_000
@@ -130,12 +137,13 @@ def measure(mode: str, conninfo: str, users: int, seconds: float, think_s: float
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--url", default="host=127.0.0.1 port=5432 user=postgres dbname=tpsb_engine_bench")
+    add_url_options(ap, "tpsb_engine_bench", ("postgresql",), single=True)
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--users", default="1,8,32,90")
     ap.add_argument("--think-users", default="90")
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
+    args.url = pg_conninfo(args.url)
     setup(args.url)
     print(f"# {platform.python_version()} psycopg {psycopg.__version__}, {mp.cpu_count()} cores, "
           f"{args.seconds:.0f} s per case, best of {args.repeat} by tps; one process, N users; "

@@ -15,10 +15,14 @@ of the last steady interval, for the client (coordinator and workers, user and s
 time apart) and for the server (PostgreSQL: the backends of the benchmark database;
 MariaDB: all of mariadbd).
 
-    python bench/sysbench_client_cost.py --server postgresql --mode oltp_point_select \\
+    python bench/experiments/sysbench_client_cost.py --server postgresql --mode oltp_point_select \\
         --variant base=HEAD:2 --variant new=work:2 --rounds 3 --seconds 15
 
-Needs the tables of bench/vs_sysbench.py (tpsb_sb_bench, 10 x 100,000, prepared by sysbench).
+Needs the tables of bench/vs_sysbench.py (tpsb_sb_bench, 10 x 100,000, prepared by
+sysbench), on $TPSBENCH_BENCH_PG's and $TPSBENCH_BENCH_MYSQL's servers by default (else
+127.0.0.1's) or at --pg-url / --mysql-url. REV is a revision of the layered layout (db3e1fb
+or later): the measuring child imports tpsbench.engine.coordinator. Results:
+bench/experiments/results/sysbench_client_cost.txt.
 """
 
 from __future__ import annotations
@@ -31,17 +35,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the modules shared with it
+from revisions import source_tree  # type: ignore[import-not-found]  # noqa: E402
+from servers import OPTIONS, add_url_options, urls  # type: ignore[import-not-found]  # noqa: E402
+
 DB = "tpsb_sb_bench"
-URLS = {"postgresql": f"postgresql://postgres@127.0.0.1/{DB}", "mariadb": f"mysql://root@127.0.0.1/{DB}"}
 TICK = os.sysconf("SC_CLK_TCK")
 
 #: the measuring child: run one step, sample /proc at the steady window's edges, print JSON
 CHILD = r"""
 import json, multiprocessing as mp, os, sys
 from pathlib import Path
-from tpsbench.engine.coordinator import LoadStep, run_steps
 from tpsbench.core.session import RunContext
+from tpsbench.engine.coordinator import LoadStep, run_steps
 from tpsbench.targets import open_target
 from tpsbench.workloads.sysbench import SysbenchWorkload
 
@@ -105,36 +111,23 @@ print(json.dumps({"tps": step.summary.tps, "commits": commits, "problems": step.
 """
 
 
-def source_tree(rev: str, tmp: Path) -> Path:
-    """The ``src`` folder of revision ``rev`` (the working tree for ``work``)."""
-    if rev == "work":
-        return ROOT / "src"
-    out = tmp / rev
-    if not out.exists():
-        out.mkdir(parents=True)
-        # the package and the data folders it reads from the checkout (schemas, scale factors)
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src", "schemas", "scale_factors"],
-                                 check=True, capture_output=True)
-        subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
-    return out / "src"
-
-
-def run_variant(src: Path, server: str, mode: str, seconds: float, users: int, workers: str,
+def run_variant(src: Path, server: str, url: str, mode: str, seconds: float, users: int, workers: str,
                 client: str, nice: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(src))
-    command = [sys.executable, "-c", CHILD, URLS[server], server, mode, str(seconds), str(users), workers, client]
+    command = [sys.executable, "-c", CHILD, url, server, mode, str(seconds), str(users), workers, client]
     out = subprocess.run(["nice", "-n", str(nice), *command], check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--server", choices=sorted(URLS), default="postgresql")
+    parser.add_argument("--server", choices=sorted(OPTIONS), default="postgresql")
     parser.add_argument("--mode", default="oltp_point_select")
     parser.add_argument("--users", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--variant", action="append", required=True, help="NAME=REV:WORKERS[:CLIENT[:NICE]]")
+    add_url_options(parser, DB)
     args = parser.parse_args(argv)
     variants = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -149,7 +142,8 @@ def main(argv: list[str] | None = None) -> None:
         for round_no in range(args.rounds):
             order = variants if round_no % 2 == 0 else variants[::-1]
             for name, src, workers, client, nice in order:
-                r = run_variant(src, args.server, args.mode, args.seconds, args.users, workers, client, nice)
+                r = run_variant(src, args.server, urls(args)[args.server], args.mode, args.seconds, args.users,
+                                workers, client, nice)
                 results[name].append(r)
                 client_us = 1e6 * (r["user"] + r["sys"]) / TICK
                 print(f"round {round_no + 1} {name:12} tps {r['tps']:9,.0f}  client {client_us:6.1f}"

@@ -14,7 +14,11 @@ Times include turning the batch into text or rows, since the loader pays for tha
 "client CPU" is this process's user+system time: on a small machine the loader's CPU
 is taken from the server. Best of ``--repeat`` runs, the paths taking turns.
 
-Usage: python bench/mysql_bulk_paths.py [--url mysql://root@127.0.0.1/tpsb_tgt_bench]
+Usage: python bench/experiments/mysql_bulk_paths.py [--url mysql://root@127.0.0.1:3306/tpsb_tgt_bench]
+
+The URL defaults to $TPSBENCH_BENCH_MYSQL's server (else 127.0.0.1's), database
+tpsb_tgt_bench (bench/servers.py); the database is dropped at the end. Results:
+bench/experiments/results/mysql_bulk_paths.txt.
 """
 
 from __future__ import annotations
@@ -22,16 +26,22 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from sqlalchemy.engine import make_url
 
 from tpsbench.core.batch import Batch
-from tpsbench.core.schema import schema_file, split_ddl
+from tpsbench.core.schema import split_ddl
 from tpsbench.targets.mysql import MysqlTarget, insert_rows, load_data_local
+from tpsbench.workloads.tpcc import TpccWorkload
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the modules shared with it
+from servers import add_url_options  # type: ignore[import-not-found]  # noqa: E402
 
 ROWS = {"order_line": 300_000, "stock": 100_000, "customer": 30_000}
 
@@ -121,13 +131,13 @@ def best_of(target: MysqlTarget, batch: Batch, repeat: int) -> dict[str, tuple[f
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", default="mysql://root@127.0.0.1/tpsb_tgt_bench")
+    add_url_options(parser, "tpsb_tgt_bench", ("mariadb",), single=True)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the row counts")
     args = parser.parse_args()
     rng = np.random.default_rng(42)
     batches = {table: make_batch(table, int(n * args.scale), rng) for table, n in ROWS.items()}
-    tables, _ = split_ddl(schema_file("tpcc", "mysql").read_text())
+    tables, _ = split_ddl(TpccWorkload.schema_file("mysql").read_text())
     base = make_url(args.url)
     setup = MysqlTarget(base.set(drivername="mysql+pymysql"))
     setup.ensure_database()

@@ -17,8 +17,8 @@ reaches 1.0 on point select here.
 (bench/engine_tpcc.py's database, 2 warehouses, built anew before each run), drawn by
 tpsbench's own TPC-C sessions before the clock starts (``--threads`` users, enough calls
 each for the run), then sent by the same bare epoll loop for ``--seconds``; the driver's
-CPU and share are measured by engine_tpcc's monitor, as that bench measures the
-engine's. Errors (the 1 % New-Order rollback, a deadlock) are read and dropped.
+CPU and share are measured by engine_tpcc's monitor (bench/cpu_monitor.py), as that
+bench measures the engine's. Errors (the 1 % New-Order rollback, a deadlock) are read and dropped.
 
 Each line: sysbench's oltp_point_select and one loop, ``--seconds`` each at
 ``--threads`` threads / connections, means of ``--repeat`` rounds (sysbench and both
@@ -26,7 +26,12 @@ loops, the order rotating), on the tables bench/vs_sysbench.py prepares (tpsb_sb
 prepared here with sysbench when missing), with client and server CPU per transaction
 measured as vs_sysbench measures them.
 
-    python bench/python_floor.py [--servers postgresql,mariadb] [--seconds 20] [--repeat 3] [--tpcc]
+    python bench/experiments/python_floor.py [--servers postgresql,mariadb] [--seconds 20] [--repeat 3] [--tpcc]
+        [--pg-url URL] [--mysql-url URL]
+
+The URLs are vs_sysbench's databases (default: tpsb_sb_bench on $TPSBENCH_BENCH_PG's and
+$TPSBENCH_BENCH_MYSQL's servers, else 127.0.0.1's; bench/servers.py); ``--tpcc`` uses
+tpsb_eng_tpcc on the PostgreSQL server. Results: bench/experiments/results/python_floor.txt.
 """
 
 from __future__ import annotations
@@ -42,14 +47,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vs_sysbench import (  # type: ignore[import-not-found]
-    SERVERS,
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the modules shared with it
+from servers import (  # type: ignore[import-not-found]  # noqa: E402
+    add_url_options,
+    database,
+    mysql_args,
+    pg_conninfo,
+    urls,
+    with_database,
+)
+from vs_sysbench import (  # type: ignore[import-not-found]  # noqa: E402
+    DB,
     TABLE_SIZE,
     TABLES,
     Measured,
     Meter,
     ensure_sysbench,
-    recreate_database,
+    prepare_tables,
     run_sysbench,
 )
 
@@ -136,7 +150,7 @@ print(json.dumps({"tps": total / seconds}))
 
 
 def run_loop(url: str, server: str, layout: str, threads: int, seconds: int) -> Measured:
-    with Meter(server) as meter:
+    with Meter(server, database(url)) as meter:
         out = subprocess.run([sys.executable, "-c", LOOP, url, server, layout, str(threads), str(seconds), str(TABLES),
                               str(TABLE_SIZE)], check=True, capture_output=True, text=True).stdout
     tps = json.loads(out.strip().splitlines()[-1])["tps"]
@@ -199,21 +213,16 @@ def tpcc_loop(url: str, users: int, seconds: float, per_user: int, told: Any) ->
     told.send((t0, time.time(), done))
 
 
-def run_tpcc_floor(seconds: int, users: int) -> tuple[float, Any]:
-    """One fresh build, then the loop under engine_tpcc's monitor: (calls per second, window)."""
-    from engine_tpcc import URLS, Monitor  # type: ignore[import-not-found]
-    from tpsbench.commands.build import build
+def run_tpcc_floor(url: str, seconds: int, users: int) -> tuple[float, Any]:
+    """One fresh build at ``url``, then the loop under engine_tpcc's monitor: (calls per second, window)."""
+    from cpu_monitor import Monitor  # type: ignore[import-not-found]
+    from engine_tpcc import rebuild  # type: ignore[import-not-found]
 
-    url = URLS["postgresql"]
-    build("tpcc", 2, url, seed=0, drop_existing=True, show_progress=False)
-    import psycopg
-
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
-        conn.execute("CHECKPOINT")
+    rebuild("postgresql", url)
     spawn = mp.get_context("spawn")
     ours, theirs = spawn.Pipe(duplex=False)
     per_user = int(seconds * 4000 / users) + 1000  # more than the fastest run answers
-    with Monitor("postgresql") as monitor:
+    with Monitor("postgresql", database(url)) as monitor:
         child = spawn.Process(target=tpcc_loop, args=(url, users, float(seconds), per_user, theirs))
         child.start()
         t0, t1, done = ours.recv()
@@ -221,20 +230,18 @@ def run_tpcc_floor(seconds: int, users: int) -> tuple[float, Any]:
     return done / (t1 - t0), monitor.window(t0 + 1, t1 - 1)
 
 
-def has_tables(server: str) -> bool:
-    url = SERVERS[server][0]
+def has_tables(server: str, url: str) -> bool:
     if server == "postgresql":
         import psycopg
 
-        with psycopg.connect(url.replace(url.rsplit("/", 1)[1], "postgres"), autocommit=True) as conn:
-            name = url.rsplit("/", 1)[1]
-            return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is not None
+        with psycopg.connect(pg_conninfo(url, "postgres"), autocommit=True) as conn:
+            return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database(url),)).fetchone() is not None
     import pymysql
 
-    conn = pymysql.connect(host="127.0.0.1", user="root")
+    conn = pymysql.connect(**mysql_args(url, db=""))
     try:
         with conn.cursor() as cur:
-            return bool(cur.execute("SHOW DATABASES LIKE %s", (url.rsplit("/", 1)[1],)))
+            return bool(cur.execute("SHOW DATABASES LIKE %s", (database(url),)))
     finally:
         conn.close()
 
@@ -246,6 +253,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3, help="rounds of sysbench and each loop, the order rotating")
     parser.add_argument("--tpcc", action="store_true", help="also the TPC-C floor of issue 3 (PostgreSQL)")
+    add_url_options(parser, DB)
     args = parser.parse_args(argv)
     binary = ensure_sysbench()
     lines = [
@@ -260,16 +268,14 @@ def main(argv: list[str] | None = None) -> None:
     print("\n".join(lines), flush=True)
     sides = ("sysbench", *LAYOUTS)
     for server in args.servers.split(","):
-        url, conn_args = SERVERS[server]
-        if not has_tables(server):
-            recreate_database(server)
-            subprocess.run([binary, "oltp_read_write", *conn_args, f"--tables={TABLES}",
-                            f"--table-size={TABLE_SIZE}", "--threads=2", "prepare"], check=True, capture_output=True)
+        url = urls(args)[server]
+        if not has_tables(server, url):
+            prepare_tables(binary, server, url)
         rounds: list[dict[str, Measured]] = []
         for i in range(args.repeat):
             runs = {}
             for side in sides[i % len(sides):] + sides[:i % len(sides)]:
-                runs[side] = (run_sysbench(binary, server, conn_args, "oltp_point_select", args.seconds, args.threads)
+                runs[side] = (run_sysbench(binary, server, url, "oltp_point_select", args.seconds, args.threads)
                               if side == "sysbench" else run_loop(url, server, side, args.threads, args.seconds))
             rounds.append(runs)
         for layout in LAYOUTS:
@@ -286,7 +292,8 @@ def main(argv: list[str] | None = None) -> None:
         lines.append(f"# TPC-C stored-procedure calls, 2 warehouses, {args.threads} connections, the bare loop "
                      f"(compare bench/results/engine_tpcc.txt)")
         for _ in range(args.repeat):
-            rate, window = run_tpcc_floor(args.seconds, args.threads)
+            rate, window = run_tpcc_floor(with_database(args.postgresql_url, "tpsb_eng_tpcc"), args.seconds,
+                                          args.threads)
             per_1000 = window.driver / (rate * window.seconds) * 1000
             line = (f"postgresql tpcc floor  TPS {rate:7,.1f}  driver CPU {per_1000:6.3f} s/1,000 txn  driver share "
                     f"{100 * window.share:5.1f}% (vs ours only {100 * window.share_vs_ours:5.1f}%)  "

@@ -9,9 +9,12 @@ and voluntary context switches per call. Equal CPU per call at every thread coun
 threads and the GIL add nothing; the engine's CPU per transaction minus this is what the
 session and the engine cost.
 
-    python bench/round_trip_cost.py [--servers postgresql,mariadb] [--threads 1,2,4,8] [--calls 12000]
+    python bench/experiments/round_trip_cost.py [--servers postgresql,mariadb] [--threads 1,2,4,8] [--calls 12000]
+        [--pg-url URL] [--mysql-url URL]
 
-Uses the 2-warehouse database of bench/engine_tpcc.py (built when missing).
+Uses the 2-warehouse database of bench/engine_tpcc.py (tpsb_eng_tpcc on $TPSBENCH_BENCH_PG's
+and $TPSBENCH_BENCH_MYSQL's servers by default, else 127.0.0.1's; built when missing).
+Results: bench/experiments/results/round_trip_cost.txt.
 """
 
 from __future__ import annotations
@@ -24,13 +27,15 @@ import threading
 import time
 from pathlib import Path
 
-from engine_tpcc import URLS
-
-from tpsbench.commands.build import build, install_routines
-from tpsbench.core.meta import read_meta
+from tpsbench import build
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.schema import install_routines
 from tpsbench.targets import open_target
-from tpsbench.core.target import set_autocommit
+from tpsbench.workloads.tpcc import TpccWorkload
 from tpsbench.workloads.tpcc.sql import statements
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the modules shared with it
+from servers import add_url_options, urls  # type: ignore[import-not-found]  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "round_trip_cost.txt"
 
@@ -38,12 +43,12 @@ OUT = Path(__file__).parent / "results" / "round_trip_cost.txt"
 def measure(url: str, threads: int, calls: int) -> str:
     """One round of ``calls`` payments spread over ``threads`` threads; a result line."""
     target = open_target(url)
-    call = statements(target.dialect, target.placeholder()).call_payment
+    call = statements(target.sql, target.placeholder()).call_payment
     done: list[int] = []
 
     def user(k: int, n: int) -> None:
         conn = target.connect()
-        set_autocommit(conn)
+        target.set_autocommit(conn)
         cur = target.fast_cursor(conn)
         w, d = 1 + k % 2, 1 + k % 10
         params = (w, d, w, d, 100 + k, None, "12.50")
@@ -72,17 +77,21 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--threads", default="1,2,4,8")
     parser.add_argument("--calls", type=int, default=12000)
     parser.add_argument("--out", type=Path, default=OUT)
+    add_url_options(parser, "tpsb_eng_tpcc")
     args = parser.parse_args(argv)
-    lines = [f"# bench/round_trip_cost.py {time.strftime('%Y-%m-%d %H:%M')}: tpcc_payment calls, "
+    lines = [f"# bench/experiments/round_trip_cost.py {time.strftime('%Y-%m-%d %H:%M')}: tpcc_payment calls, "
              f"{args.calls} per thread count; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"]
     print(lines[0], flush=True)
     for server in args.servers.split(","):
-        url = URLS[server]
+        url = urls(args)[server]
         target = open_target(url)
         target.ensure_database()
-        if "tpsbench_meta" not in target.table_names() or not read_meta(target, "tpcc"):
+        wl = TpccWorkload()
+        try:
+            wl.verify_schema(target)
+        except TpsbenchError:  # no complete build of TPC-C there
             build("tpcc", 2, url, seed=0, drop_existing=True, show_progress=False)
-        install_routines("tpcc", target)
+        install_routines(wl, target)
         for threads in (int(t) for t in args.threads.split(",")):
             lines.append(f"{server:10} {measure(url, threads, args.calls)}")
             print(lines[-1], flush=True)
