@@ -123,6 +123,7 @@ class Session(ABC):
         default runs :meth:`transaction` on ``transaction_cursor``, waiting for each result.
         """
         steps, cur = self.transaction(name, inputs), self.transaction_cursor
+        assert cur is not None, "a session that runs transaction() names its transaction_cursor"
         try:
             statement = next(steps)
             while True:

@@ -179,9 +179,10 @@ class MysqlclientCountingCursor(MysqlclientCursor):
         else:
             self.kind = WRITE if conn.affected_rows() > 0 else OTHER
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> MysqlclientCountingCursor:
         self.conn.query(self._query(sql, params))
         self._take()
+        return self
 
 
 class MysqlRows(LazyRows):

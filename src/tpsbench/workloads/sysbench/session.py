@@ -78,8 +78,8 @@ class SysbenchSession(Session):
         self.one_statement = sum(statement_mix(opts).values()) == 1
         self.rebind(conn)
 
-    @property  # type: ignore[override]
-    def statement_counts(self) -> dict[str, int]:
+    @property
+    def statement_counts(self) -> dict[str, int]:  # type: ignore[override]
         """Statements executed since the session opened, by sysbench's kinds (read, write, other)."""
         return dict(zip(KINDS, self.totals))
 
