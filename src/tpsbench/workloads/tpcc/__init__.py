@@ -10,18 +10,18 @@ dataclass's ``__init__`` (``object.__setattr__`` per field) costs four times as 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tpsbench.core.batch import Batch
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.schema import install_routines
-from tpsbench.core.session import RunContext, Session
+from tpsbench.core.session import Background, RunContext, Session
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Check, LoadParams, LoadTask, Workload
-from tpsbench.workloads.tpcc import counts, loader, mix
+from tpsbench.workloads.tpcc import counts, deferred, loader, mix
 from tpsbench.workloads.tpcc.checks import CHECKS
-from tpsbench.workloads.tpcc.session import RUN_OPTIONS, TpccSession, uses_procedures
+from tpsbench.workloads.tpcc.session import DELIVERY_MODES, RUN_OPTIONS, TpccSession, uses_procedures
 from tpsbench.workloads.tpcc.sql import statements
 
 #: users one worker hosts with stored procedures before a step spreads over another (users_per_worker)
@@ -34,6 +34,10 @@ class TpccWorkload(Workload):
     Each user keeps a home warehouse (user number modulo warehouses) unless
     --warehouses all. The 1% New-Order rollback counts as an expected rollback, not an
     error; tpmC counts committed New-Orders per minute of the steady state.
+
+    With --delivery deferred a terminal queues its Delivery and goes on, and executors
+    beside the users run it (clause 2.7.2); the report then shows its time in the queue
+    and its execution apart (delivery_queue, delivery_execution).
     """
 
     name = "tpcc"
@@ -42,6 +46,9 @@ class TpccWorkload(Workload):
     run_options = RUN_OPTIONS
     transaction_names = mix.TRANSACTIONS
     main_metric = ("tpmC", "new_order", 60.0)
+    #: delivery=deferred (configure); then, in a worker, this step's executors' queues
+    deferred_delivery = False
+    delivery_queues: tuple[deferred.DeliveryQueue, ...] = ()
 
     def constants(self, seed: int) -> dict[str, int]:
         return loader.constants(seed)
@@ -61,8 +68,35 @@ class TpccWorkload(Workload):
         return CHECKS
 
     # -- running ------------------------------------------------------------------------
+    def configure(self, options: Mapping[str, str]) -> None:
+        """Refuse unknown options and unknown delivery modes; deferred mode adds
+        the timings its executors record (set on the instance, which travels to the workers)."""
+        super().configure(options)
+        mode = options.get("delivery", "inline")
+        if mode not in DELIVERY_MODES:
+            raise TpsbenchError(f"TPC-C option delivery={mode!r}: use one of {', '.join(DELIVERY_MODES)}")
+        self.deferred_delivery = mode == "deferred"
+        self.timing_names = deferred.TIMINGS if self.deferred_delivery else ()
+
+    def background(self, ctx: RunContext, worker: int, workers: int) -> Sequence[Background]:
+        """Deferred mode: this worker's Delivery executors for the step (deferred.executors
+        says how many), whose queues the step's terminals then get (open_session)."""
+        if not self.deferred_delivery:
+            return ()
+        executors = deferred.components(ctx)
+        self.delivery_queues = tuple(executor.queue for executor in executors)
+        return executors
+
     def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
-        return TpccSession(ctx, user_id, users, conn, target)
+        if not self.deferred_delivery:
+            return TpccSession(ctx, user_id, users, conn, target)
+        if not self.delivery_queues:
+            raise TpsbenchError("TPC-C delivery=deferred: the terminals need the worker's executors (background())")
+        return deferred.DeferringTerminal(ctx, user_id, users, conn, target, self.delivery_queues)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Without a step's queues (locks), which belong to the worker process that made them."""
+        return {k: v for k, v in vars(self).items() if k != "delivery_queues"}
 
     def prepare_run(self, target: Target, options: Mapping[str, str]) -> str | None:
         """Install the stored procedures when the run calls them (procedures=on/auto)."""

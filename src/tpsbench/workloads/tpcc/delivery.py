@@ -1,8 +1,10 @@
 """Delivery (TPC-C §2.7): deliver the oldest undelivered order of each of the 10 districts.
 
 All 10 districts are delivered in ONE database transaction (the form of the spec's
-§2.7.4 profile and of BenchBase), so a Delivery is one commit and one latency sample;
-the terminal-side queueing of §2.7.2 is not emulated: the user runs it in line.
+§2.7.4 profile and of BenchBase), so a Delivery is one commit and one latency sample.
+By default (run option ``delivery=inline``) the terminal runs it in line and waits;
+``delivery=deferred`` queues it as §2.7.2 describes, for executors that run it the
+same way (deferred.py).
 
 Statements, the same count on every dialect (then COMMIT):
 

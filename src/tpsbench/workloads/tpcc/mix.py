@@ -5,6 +5,9 @@ Delivery and Stock-Level) that every user shuffles on its own and deals to the e
 before shuffling again. A deck rather than an independent draw per transaction keeps
 every window of 100 transactions of one user exactly at the weights, so short runs meet
 the §5.2.3 minimums (Payment >= 43%, the others >= 4%) instead of missing them by chance.
+With ``delivery=deferred`` the terminals still deal Delivery cards but queue them
+(deferred.py): the mix a step reports counts the Deliveries its executors committed,
+which matches the cards dealt once they keep up, short of those queued at the step's end.
 
 :class:`Draws` holds a user's random streams. The draws every transaction makes
 (NURand values from :func:`rand.nurand`, the loader's own vectorised function; districts,

@@ -52,6 +52,7 @@ PREPARED_MAX = 256
 WAREHOUSE_MODES = ("home", "all")
 CLIENT_PATHS = ("fast", "dbapi")
 PROCEDURE_MODES = ("auto", "on", "off")
+DELIVERY_MODES = ("inline", "deferred")
 #: the run options a TPC-C session reads, for the workload to declare (``tpsbench run tpcc --help``)
 RUN_OPTIONS = (
     Option("think", "off", "'spec': TPC-C keying and think times (clause 5.2.5, negative exponential"
@@ -67,6 +68,10 @@ RUN_OPTIONS = (
            " transaction, so the driver takes little CPU from the database; 'off': the driver sends each"
            " transaction's statements itself; 'auto': 'on' where tpsbench has procedures for the database"
            " (PostgreSQL, MySQL, MariaDB).", PROCEDURE_MODES),
+    Option("delivery", "inline", "'inline': the terminal runs its Delivery itself and waits for it; 'deferred':"
+           " it queues the request and goes on, and executors beside the users run it (clause 2.7.2's"
+           " queued mode), with the time in the queue and the execution reported apart (delivery_queue,"
+           " delivery_execution).", DELIVERY_MODES),
 )
 
 _INPUTS = {
