@@ -189,7 +189,7 @@ def describe(r: Result) -> list[str]:
     w = r.window
     p = w.parts
     return [
-        (f"{r.server:10} {r.variant:16} tpmC {r.tpmc:9,.0f}  TPS {r.tps:7,.1f}  driver CPU {r.cpu_per_1000:6.3f} s/1,000 txn"
+        (f"{r.server:10} {r.variant:16} tpmC {r.tpmc:9,.0f}  TPS {r.tps:7,.1f}  driver CPU {r.cpu_per_1000:7.4f} s/1,000 txn"
          f"  driver share {100 * w.share:5.1f}% (vs ours only {100 * w.share_vs_ours:5.1f}%)"),
         (f"{'':27} steady {w.seconds:.1f} s, {r.commits:,} commits, {r.errors} errors, {r.retries} retries, "
         f"honesty {'ok' if r.honesty else 'FAILED'}; CPU s: coordinator {p.get('driver:coordinator', 0):.2f} "

@@ -11,7 +11,7 @@ their tree: bench/revisions.py; ``work`` is the working tree) runs under this ch
 bench/engine_tpcc.py and bench/cpu_monitor.py, so only the code measured differs.
 Printed per round and revision: the driver's CPU per 1,000 transactions and its share
 against our backends; then each revision's range and its driver CPU as a ratio of the
-first revision's, round by round. The server's URL (--pg-url / --mysql-url, default
+first revision's, round by round and over all rounds (their sums' ratio). The server's URL (--pg-url / --mysql-url, default
 tpsb_eng_tpcc on the environment's server, bench/servers.py) is handed to engine_tpcc.
 
     python bench/engine_tpcc_revs.py --rev base=d2030a4 --rev new=work [--rounds 3]
@@ -71,14 +71,16 @@ def main(argv: list[str] | None = None) -> None:
             for name, _ in revs:
                 got[name].append(measure(trees[name], args.server, urls(args)[args.server], args.variant, args.duration,
                                          Path(tmp)))
-            lines.append(f"{number:<5}  " + "  ".join(f"{got[n][-1][0]:>13.3f} {got[n][-1][1]:>6.1f} %" for n, _ in revs))
+            lines.append(f"{number:<5}  " + "  ".join(f"{got[n][-1][0]:>13.4f} {got[n][-1][1]:>6.1f} %" for n, _ in revs))
             print(lines[-1], flush=True)
     first = revs[0][0]
     for name, _ in revs:
         shares = [share for _, share in got[name]]
         ratios = [cpu / base for (cpu, _), (base, _) in zip(got[name], got[first], strict=True)]
+        # over all rounds: each round's noise weighs by its size, not by its ratio
+        overall = sum(cpu for cpu, _ in got[name]) / sum(cpu for cpu, _ in got[first])
         lines.append(f"{name}: share {min(shares):.1f}-{max(shares):.1f} %; driver CPU / {first}'s per round "
-                     + ", ".join(f"{r:.2f}" for r in ratios))
+                     + ", ".join(f"{r:.2f}" for r in ratios) + f"; over all rounds {overall:.3f}")
         print(lines[-1])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("a") as f:
