@@ -9,7 +9,13 @@ times exactly ``execute()``. Background components (tpsbench.core.session.Backgr
 run as users too, on their own threads.
 
 What happens to a failed attempt is decided in one place, :func:`triage`, for both ways
-of running users, so that they count failures alike.
+of running users, so that they count failures alike. The two ways remain two loops over
+the same cycle (draw, keying time, attempts, record, think time): this one blocks in
+``execute()``, whatever a session does there; the shared thread is driven by results
+arriving, statement by statement, and draws transactions ahead. One loop for both would
+put a generator or callbacks on this path, or take the draw-ahead from the other, and
+both were measured to cost the client CPU (bench/results/client_callgrind.txt,
+bench/experiments/results/python_floor.txt).
 """
 
 from __future__ import annotations
@@ -52,7 +58,6 @@ def triage(target: Target, rec: IntervalRecorder, name: str, exc: BaseException,
     text = first_line(exc)
     rec.error(name, f"gave up after {retries} retries: {text}" if retries else text)
     return "error"
-
 
 
 class VirtualUser:
