@@ -5,12 +5,14 @@ users, lost connections handed back to their threads, a step that stops."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conftest import unavailable
 from test_tpcc_transactions import SCALE, SEED, Db, _server_database
 
 from tpsbench.commands.build import build
@@ -32,6 +34,9 @@ from tpsbench.workloads.tpcc.session import TpccSession
     pytest.param("mysql", marks=pytest.mark.mysql),
 ])
 def server(request: pytest.FixtureRequest) -> Iterator[Db]:
+    if request.param == "mysql" and importlib.util.find_spec("MySQLdb") is None:
+        # the shared thread needs mysqlclient's C connection; PyMySQL users run on threads of their own
+        unavailable("mysqlclient (pip install 'tpsbench[fast]')", "not installed")
     scratch = _server_database(request.param)
     url = next(scratch)
     try:

@@ -16,6 +16,7 @@ from tpsbench import __version__
 from tpsbench.cli import run as cli_run
 from tpsbench.core.errors import CheckFailed, TpsbenchError
 from tpsbench.core.parse import parse_options, parse_scale
+from tpsbench.core.redact import scrub_text
 from tpsbench.core.workload import Workload
 from tpsbench.report.progress import make_console
 from tpsbench.targets import DEFAULT_URL, ENV_VAR
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="tpsbench", standalone_mode=False)
     except TpsbenchError as exc:
-        click.echo(f"tpsbench: error: {exc}", err=True)
+        click.echo(f"tpsbench: error: {scrub_text(str(exc))}", err=True)  # the last guard: no password shown
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("tpsbench: interrupted", err=True)

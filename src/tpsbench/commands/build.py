@@ -11,16 +11,18 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tpsbench import __version__
 from tpsbench.commands.load import load
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.meta import STATE_BUILDING, STATE_COMPLETE, clear_meta, read_meta, write_meta
+from tpsbench.core.meta import (STATE_BUILDING, STATE_COMPLETE, TABLES, built_tables, clear_meta, foreign_tables,
+                                read_meta, write_meta)
 from tpsbench.core.schema import execute_ddl, install_routines, routines, split_ddl
 from tpsbench.core.target import Target
-from tpsbench.core.workload import LoadParams
+from tpsbench.core.workload import LoadParams, Workload
 from tpsbench.report.progress import LoadProgress
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
@@ -60,7 +62,11 @@ def build(
     if scale < 1:
         raise TpsbenchError(f"scale must be a whole number >= 1, got {scale}")
     target = open_target(url)
+    schema = wl.schema_file(target.dialect)
+    if not schema.exists():
+        raise TpsbenchError(f"{wl.name} has no DDL for {target.dialect} ({schema} is missing)")
     target.ensure_database()
+    _refuse_foreign(target, wl, "build into it")
     found = sorted(wl.owned_tables(target.table_names()))
     if (found or read_meta(target, wl.name)) and not drop_existing:
         listed = ", ".join(found) or "tpsbench_meta entries"
@@ -78,13 +84,11 @@ def build(
     )
     started = time.monotonic()
     write_meta(target, wl.name, {
-        "state": STATE_BUILDING, "scale": scale, "seed": seed, "load_time": params.load_time,
+        "state": STATE_BUILDING, "build_id": uuid.uuid4().hex, TABLES: ",".join(wl.table_names(scale)),
+        "scale": scale, "seed": seed, "load_time": params.load_time,
         "tool_version": __version__, "workers": workers, "runs": 0,
         **{f"const_{k}": v for k, v in params.constants.items()},
     })
-    schema = wl.schema_file(target.dialect)
-    if not schema.exists():
-        raise TpsbenchError(f"{wl.name} has no DDL for {target.dialect} ({schema} is missing)")
     tables_ddl, index_ddl = split_ddl(schema.read_text())
     execute_ddl(target, wl.expand_ddl(tables_ddl, scale), "creating tables")
 
@@ -105,16 +109,27 @@ def build(
 
 
 def drop(workload: str, target: Target | str | None = None) -> list[str]:
-    """Drop the workload's own tables and metadata, nothing else; returns what was dropped."""
+    """Drop the tables and metadata of tpsbench's build of the workload, nothing else;
+    returns what was dropped. Tables named like the workload's that tpsbench did not
+    build here are refused in one line, and nothing is dropped."""
     wl = get_workload(workload)
     target = target if isinstance(target, Target) else open_target(target)
-    present = target.table_names()
-    dropped = wl.owned_tables(present)
+    _refuse_foreign(target, wl, "drop anything")
+    built = built_tables(target, wl)
+    dropped = [table for table in wl.owned_tables(target.table_names()) if table in built]
     execute_ddl(target, [f"DROP TABLE {t}" for t in dropped], "dropping tables")
     execute_ddl(target, [f"DROP {kind} IF EXISTS {name}" for kind, name, _ in routines(wl, target)],
                 "dropping stored procedures")
     clear_meta(target, wl.name)
     return dropped
+
+
+def _refuse_foreign(target: Target, wl: Workload, what: str) -> None:
+    foreign = foreign_tables(target, wl)
+    if foreign:
+        raise TpsbenchError(f"{target.describe()} has {len(foreign)} table(s) named like {wl.name}'s that tpsbench "
+                            f"did not build ({', '.join(foreign[:12])}{' ...' if len(foreign) > 12 else ''}); "
+                            f"tpsbench will not {what}: use another database")
 
 
 def _worker_count(requested: int | None, target: Target) -> int:

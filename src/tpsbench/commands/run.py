@@ -21,6 +21,7 @@ from typing import Any
 from tpsbench import __version__
 from tpsbench.commands.build import build
 from tpsbench.core.meta import note_run_started, read_meta
+from tpsbench.core.redact import scrub_text, secrets_of
 from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
@@ -115,7 +116,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         outcome = run_plan(
             plan,
             on_interval=lambda report: store.add_interval(run_id, report, users_by_step[report.step]),
-            on_step=lambda result: _finish_step(store, run_id, result, live),
+            on_step=lambda result: _finish_step(store, run_id, result, live, secrets_of(target.url)),
             live=live, observers=[HostCpu()] if observers is None else observers,
         )
         status = outcome.status.value
@@ -128,14 +129,15 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     return RunRecord(run_id, status, outcome, honesty, store)
 
 
-def _finish_step(store: ResultsStore, run_id: int, result: StepOutcome, live: Callable[[str], None] | None) -> None:
+def _finish_step(store: ResultsStore, run_id: int, result: StepOutcome, live: Callable[[str], None] | None,
+                 secrets: set[str]) -> None:
     """Store the step; its problems (the load ran short of the plan) are stored and said too."""
     if result.summary is not None:
         store.finish_step(run_id, result.step, result.summary, observations=result.observations)
     store.add_problems(run_id, result.step, result.problems)
     if live is not None:
         for problem in result.problems:
-            live(f"step {result.step} PROBLEM: {problem}")
+            live(f"step {result.step} PROBLEM: {scrub_text(problem, secrets)}")
 
 
 def _database_counts(wl: Workload, target: Target) -> dict[str, int]:

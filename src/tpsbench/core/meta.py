@@ -1,18 +1,27 @@
 """The ``tpsbench_meta`` table: what tpsbench knows about a database it built.
 
 It records, per workload, the build's state (``building`` until the last index is in,
-then ``complete``), its scale, seed and constants (TPC-C's C-load must be known to every
-later run), and how many runs have touched the data since the build (TPC-C condition
-11 holds only before the first). An interrupted build leaves ``building`` behind, which
-``check`` reports and ``build --drop-existing`` clears.
+then ``complete``), its id, the tables it created (written before any of them is, so an
+interrupted build still owns them), its scale, seed and constants (TPC-C's C-load must
+be known to every later run), and how many runs have touched the data since the build
+(TPC-C condition 11 holds only before the first). An interrupted build leaves
+``building`` behind, which ``check`` reports and ``build --drop-existing`` clears.
+
+Why the tables are named: a database may hold someone else's ``customer`` or ``sbtest1``;
+tpsbench drops or replaces only the tables its metadata says it built (:func:`built_tables`).
 """
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 
+from typing import TYPE_CHECKING
+
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.target import Target
+
+if TYPE_CHECKING:
+    from tpsbench.core.workload import Workload
 
 META = sa.MetaData()
 META_TABLE = sa.Table(
@@ -25,6 +34,8 @@ META_TABLE = sa.Table(
 
 STATE_BUILDING = "building"
 STATE_COMPLETE = "complete"
+#: the metadata entry that names the tables a build created, comma-separated
+TABLES = "tables"
 
 
 def read_meta(target: Target, workload: str) -> dict[str, str]:
@@ -57,6 +68,24 @@ def clear_meta(target: Target, workload: str) -> None:
         conn.execute(META_TABLE.delete().where(META_TABLE.c.workload == workload))
         if conn.execute(sa.select(sa.func.count()).select_from(META_TABLE)).scalar_one() == 0:
             META_TABLE.drop(conn)
+
+
+def built_tables(target: Target, workload: Workload) -> set[str]:
+    """The tables tpsbench's build of ``workload`` created here, as its metadata names them
+    (none when it never built here). A build recorded before the names were kept owns
+    the tables its scale makes."""
+    meta = read_meta(target, workload.name)
+    if not meta:
+        return set()
+    if TABLES in meta:
+        return {name for name in meta[TABLES].split(",") if name}
+    return set(workload.table_names(int(meta.get("scale", "1"))))
+
+
+def foreign_tables(target: Target, workload: Workload) -> list[str]:
+    """Tables named like ``workload``'s that tpsbench did not build here: never to be
+    touched (dropped, replaced, loaded into)."""
+    return sorted(set(workload.owned_tables(target.table_names())) - built_tables(target, workload))
 
 
 def note_run_started(target: Target, workload: str) -> None:

@@ -69,3 +69,17 @@ def password_of(url: str | sa.engine.URL) -> str | None:
         return sa.engine.make_url(url).password
     except Exception:  # noqa: BLE001 - not a URL: no password to learn
         return None
+
+
+def secrets_of(url: str | sa.engine.URL) -> set[str]:
+    """Every secret a URL carries: its password, and the values of query keys that name
+    secrets (``?password=``, ``pwd=`` ...), to blank out of texts that may quote them."""
+    try:
+        parsed = sa.engine.make_url(url)
+    except Exception:  # noqa: BLE001 - not a URL: its text is scrubbed as a whole elsewhere
+        return set()
+    found = {parsed.password} if parsed.password else set()
+    for key, value in parsed.query.items():
+        if key.lower() in SECRET_KEYS:
+            found.update([value] if isinstance(value, str) else value)
+    return {str(s) for s in found if s}

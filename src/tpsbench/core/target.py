@@ -24,7 +24,7 @@ from sqlalchemy.engine import URL
 from tpsbench.core.batch import Batch
 from tpsbench.core.cursor import CountingCursor, DbapiCountingCursor, FastCursor
 from tpsbench.core.errors import TpsbenchError, first_line
-from tpsbench.core.redact import safe_url
+from tpsbench.core.redact import safe_url, scrub_text, secrets_of
 from tpsbench.core.sql import SqlDialect
 
 
@@ -87,13 +87,18 @@ class Target:
         except TpsbenchError:
             raise
         except sa.exc.DBAPIError as exc:
-            raise TpsbenchError(f"{self.describe()}: {doing} failed: {error_message(exc.orig)}") from exc
+            raise self.failed(doing, error_message(exc.orig or exc)) from exc
         except sa.exc.SQLAlchemyError as exc:
-            raise TpsbenchError(f"{self.describe()}: {doing} failed: {first_line(exc)}") from exc
+            raise self.failed(doing, first_line(exc)) from exc
         except Exception as exc:
             if self.is_driver_error(exc):
-                raise TpsbenchError(f"{self.describe()}: {doing} failed: {error_message(exc)}") from exc
+                raise self.failed(doing, error_message(exc)) from exc
             raise
+
+    def failed(self, doing: str, why: str) -> TpsbenchError:
+        """The one line that says ``doing`` failed here, with no password in it: drivers
+        quote connection strings in their messages, so the URL's secrets are blanked out."""
+        return TpsbenchError(scrub_text(f"{self.describe()}: {doing} failed: {why}", secrets_of(self.url)))
 
     @contextlib.contextmanager
     def session(self, doing: str) -> Iterator[Any]:
