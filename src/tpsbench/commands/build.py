@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Mapping
@@ -20,9 +21,10 @@ from tpsbench.commands.load import load
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.meta import (STATE_BUILDING, STATE_COMPLETE, TABLES, built_tables, clear_meta, foreign_tables,
                                 read_meta, write_meta)
+from tpsbench.core.parse import check_seed
 from tpsbench.core.schema import execute_ddl, install_routines, routines, split_ddl
 from tpsbench.core.target import Target
-from tpsbench.core.workload import LoadParams, Workload
+from tpsbench.core.workload import LoadParams, SizeEstimate, Workload
 from tpsbench.report.progress import LoadProgress
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
@@ -61,10 +63,12 @@ def build(
     wl.configure(options or {})
     if scale < 1:
         raise TpsbenchError(f"scale must be a whole number >= 1, got {scale}")
+    check_seed(seed)
     target = open_target(url)
     schema = wl.schema_file(target.dialect)
     if not schema.exists():
         raise TpsbenchError(f"{wl.name} has no DDL for {target.dialect} ({schema} is missing)")
+    _refuse_too_big(target, wl, scale)
     target.ensure_database()
     _refuse_foreign(target, wl, "build into it")
     found = sorted(wl.owned_tables(target.table_names()))
@@ -132,6 +136,18 @@ def _refuse_foreign(target: Target, wl: Workload, what: str) -> None:
                             f"tpsbench will not {what}: use another database")
 
 
+def _refuse_too_big(target: Target, wl: Workload, scale: int) -> None:
+    """Refuse a build that would not fit on the disk that holds the database, where that
+    disk is on this host: better one line now than a full disk hours from now."""
+    estimate, path = wl.estimate_size(scale, target.dialect), target.storage_path()
+    if estimate is None or path is None or not os.path.isdir(path):
+        return
+    free = shutil.disk_usage(path).free / 1e6
+    if estimate.megabytes > free:
+        raise TpsbenchError(f"a {wl.name} build of {wl.describe_scale(scale)} takes about {estimate.megabytes:,.0f} MB "
+                            f"on {target.dialect}, but {path} has {free:,.0f} MB free: build a smaller scale or make room")
+
+
 def _worker_count(requested: int | None, target: Target) -> int:
     count = requested if requested is not None else (os.cpu_count() or 1)
     if count < 1:
@@ -141,23 +157,16 @@ def _worker_count(requested: int | None, target: Target) -> int:
     return count
 
 
-@dataclass(frozen=True)
-class SizeEstimate:
-    scale: int
-    dialect: str
-    megabytes: float
-    basis: str
-
-
-def estimate_size(workload: str, scale: int, url: str | None = None) -> SizeEstimate:
+def estimate_size(workload: str, scale: int, url: str | None = None, options: Mapping[str, str] | None = None,
+                  ) -> SizeEstimate:
     """On-disk size of ``workload`` built at ``scale`` on the database at ``url``, from the
-    per-scale sizes measured on that engine (the workload's scale_factors.toml)."""
+    sizes measured on that engine (the workload's scale_factors.toml); ``options`` are
+    build options that shape it (sysbench's table_size)."""
     wl = get_workload(workload)
+    wl.configure(options or {})
     dialect = open_target(url).dialect
-    sizes = wl.scale_factors().get("size", {})
-    entry = sizes.get(dialect)
-    if entry is None:
-        known = ", ".join(sizes) or "none"
+    estimate = wl.estimate_size(scale, dialect)
+    if estimate is None:
+        known = ", ".join(wl.scale_factors().get("size", {})) or "none"
         raise TpsbenchError(f"no measured {workload} sizes for {dialect}; measured: {known}")
-    mb = entry["fixed_mb"] + scale * entry["per_scale_mb"]
-    return SizeEstimate(scale, dialect, mb, entry.get("measured", ""))
+    return estimate

@@ -25,10 +25,12 @@ from tpsbench.core.redact import scrub_text, secrets_of
 from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
-from tpsbench.engine.coordinator import LoadStep, RunOutcome, RunStatus, StepOutcome, plan_run, run_plan
+from tpsbench.core.parse import check_seed, check_text
+from tpsbench.engine.coordinator import LoadStep, RunOutcome, RunStatus, StepOutcome, check_steps, plan_run, run_plan
 from tpsbench.measure.host_cpu import HostCpu
 from tpsbench.measure.observers import StepObserver
 from tpsbench.measure.reports import IntervalReport
+from tpsbench.results.schema import STORAGE_LABEL_MOST
 from tpsbench.results.store import ResultsStore
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
@@ -78,9 +80,18 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     (default: host CPU).
     """
     wl = get_workload(config.workload)
+    steps = [LoadStep(users=u, duration_s=config.duration_s, rampup_s=config.rampup_s,
+                      interval_s=config.interval_s, multiplex=config.multiplex) for u in config.users]
+    check_steps(steps)  # everything the config alone can refuse, before anything is written
+    if config.seed is not None:
+        check_seed(config.seed)
+    check_text("the storage label", config.storage, STORAGE_LABEL_MOST)
+    check_text("the notes", config.notes)
     target = open_target(config.url)
     if config.build_scale is not None and not read_meta(target, wl.name):
         build(wl.name, config.build_scale, config.url, seed=config.seed or 0)
+    options = {**{o.name: o.default for o in wl.run_options}, **config.options}
+    wl.configure(options)  # first: the schema is verified for the options (sysbench's --tables)
     meta = wl.verify_schema(target)
     seed = config.seed if config.seed is not None else secrets.randbelow(2**31)
     ctx = RunContext(
@@ -89,13 +100,10 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         scale=int(meta.get("scale", "1")),
         seed=seed,
         constants={k[len("const_"):]: int(v) for k, v in meta.items() if k.startswith("const_")},
-        options={**{o.name: o.default for o in wl.run_options}, **config.options},
+        options=options,
     )
-    wl.configure(ctx.options)
     if meta.get("note") and live is not None:
         live(meta["note"])
-    steps = [LoadStep(users=u, duration_s=config.duration_s, rampup_s=config.rampup_s,
-                      interval_s=config.interval_s, multiplex=config.multiplex) for u in config.users]
     plan = plan_run(ctx, wl, steps, workers=config.workers, target=target)
     prepared = wl.prepare_run(target, ctx.options)
     if prepared and live is not None:

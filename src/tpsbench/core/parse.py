@@ -14,6 +14,13 @@ from tpsbench.core.errors import TpsbenchError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+#: the longest duration a step, ramp-up or interval may have: 30 days (a benchmark of
+#: weeks is a typo; one that long would also outlast the clocks' and timers' range)
+MAX_DURATION_S = 30 * 24 * 3600.0
+#: the most users a step may have: far beyond any server's connection limit
+MAX_USERS = 100_000
+#: seeds are what numpy's generators take: 0 .. 2**63 - 1 (and what the store keeps)
+MAX_SEED = 2**63 - 1
 
 
 def parse_scale(text: str | int, presets: Mapping[str, Mapping[str, Any]] | None = None) -> int:
@@ -38,7 +45,10 @@ def parse_duration(text: str | float) -> float:
     match = _DURATION.match(str(text))
     if not match:
         raise TpsbenchError(f"duration must look like 30s, 2m or 1h, got {text!r}")
-    return float(match.group(1)) * _UNIT_SECONDS[match.group(2) and match.group(2).lower()]
+    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2) and match.group(2).lower()]
+    if seconds > MAX_DURATION_S:
+        raise TpsbenchError(f"duration must be at most 30 days, got {text!r}")
+    return seconds
 
 
 def parse_users(text: str) -> list[int]:
@@ -49,7 +59,30 @@ def parse_users(text: str) -> list[int]:
         raise TpsbenchError(f"--users must be whole numbers separated by commas, got {text!r}") from None
     if not loads or min(loads) < 1:
         raise TpsbenchError(f"--users must list user counts >= 1, got {text!r}")
+    if max(loads) > MAX_USERS:
+        raise TpsbenchError(f"--users must list at most {MAX_USERS:,} users a step, got {max(loads):,}")
     return loads
+
+
+def check_seed(seed: int) -> int:
+    """A seed numpy's generators and the results store take, or a one-line error."""
+    if not 0 <= seed <= MAX_SEED:
+        raise TpsbenchError(f"seed must be a whole number from 0 to {MAX_SEED}, got {seed}")
+    return seed
+
+
+def check_text(what: str, text: str, most: int | None = None) -> str:
+    """Free text (a storage label, notes) that can be stored: valid UTF-8, no NUL, at
+    most ``most`` characters (the results store's column)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TpsbenchError(f"{what} must be valid UTF-8 text") from None
+    if "\0" in text:
+        raise TpsbenchError(f"{what} must not contain NUL characters")
+    if most is not None and len(text) > most:
+        raise TpsbenchError(f"{what} must be at most {most} characters, got {len(text)}")
+    return text
 
 
 def parse_options(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:

@@ -179,6 +179,18 @@ class Target:
         """The DB-API parameter marker of this target's driver ("%s" or "?")."""
         return "%s"
 
+    def storage_path(self) -> str | None:
+        """A folder on this host where the database keeps its data, so that a build can
+        check the free space first; None when the data is elsewhere (another host) or
+        the server will not say."""
+        return None
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the server runs on this host (loopback address or a Unix socket)."""
+        host = self.url.host or str(self.url.query.get("host", "")) or "localhost"
+        return host in ("localhost", "127.0.0.1", "::1") or host.startswith("/")
+
     def set_autocommit(self, conn: Any) -> None:
         """Put a connection in autocommit mode: no driver-made BEGIN, no COMMIT round trip.
 

@@ -91,6 +91,17 @@ class Check:
         return int(conn.execute(sa.text(f"SELECT COUNT(*) FROM ({self.sql}) v")).scalar_one())
 
 
+@dataclass(frozen=True)
+class SizeEstimate:
+    """About how much disk a build takes right after it is done (runs grow it)."""
+
+    scale: int
+    dialect: str
+    megabytes: float
+    #: where the figure comes from (what was measured, when)
+    basis: str
+
+
 class Workload(ABC):
     """A benchmark: its tables, how to load and check them, and how its users run.
 
@@ -183,6 +194,16 @@ class Workload(ABC):
 
     def describe_scale(self, scale: int) -> str:
         return f"{scale} {self.scale_unit}"
+
+    def estimate_size(self, scale: int, dialect: str) -> SizeEstimate | None:
+        """On-disk size after a build at ``scale``, from the per-scale sizes measured on
+        ``dialect``'s engine (scale_factors.toml ``[size.<dialect>]``: fixed_mb and
+        per_scale_mb); None where nothing was measured."""
+        entry = self.scale_factors().get("size", {}).get(dialect)
+        if entry is None:
+            return None
+        return SizeEstimate(scale, dialect, entry.get("fixed_mb", 0.0) + scale * entry["per_scale_mb"],
+                            entry.get("measured", ""))
 
     # -- run ----------------------------------------------------------------------------
     @abstractmethod

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.parse import MAX_DURATION_S, MAX_USERS
 from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
@@ -130,11 +131,7 @@ def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, 
     the largest step's users); by default a step of ``u`` users runs on ceil(u / n) of
     them, at most one per core, n being the workload's ``users_per_worker``.
     """
-    if not steps:
-        raise TpsbenchError("no steps to run")
-    for step in steps:
-        if step.users < 1 or step.duration_s <= 0 or step.interval_s <= 0 or step.rampup_s < 0:
-            raise TpsbenchError(f"bad step {step}: users >= 1, duration > 0, interval > 0, ramp-up >= 0")
+    check_steps(steps)
     if workers is not None and workers < 1:
         raise TpsbenchError(f"workers must be at least 1, not {workers}")
     target = target or open_target(ctx.url)
@@ -147,6 +144,20 @@ def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, 
     per_worker = 1 if workers else max(1, workload.users_per_worker(target, ctx.options))
     count = max(1, min(workers or os.cpu_count() or 1, -(-most // per_worker)))
     return RunPlan(ctx, workload, tuple(steps), count, per_worker)
+
+
+def check_steps(steps: Sequence[LoadStep]) -> None:
+    """Refuse, in one line naming the value, steps that cannot be measured."""
+    if not steps:
+        raise TpsbenchError("no steps to run")
+    for step in steps:
+        if not 1 <= step.users <= MAX_USERS:
+            raise TpsbenchError(f"a step needs 1 to {MAX_USERS:,} users, not {step.users:,}")
+        for what, seconds, least in (("duration", step.duration_s, 0.0), ("interval", step.interval_s, 0.0),
+                                     ("ramp-up", step.rampup_s, -1.0)):
+            if not least < seconds <= MAX_DURATION_S:  # also refuses NaN
+                bound = "longer than 0 s" if least == 0.0 else "0 s or longer"
+                raise TpsbenchError(f"a step's {what} must be {bound} and at most 30 days, not {seconds} s")
 
 
 def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None = None,

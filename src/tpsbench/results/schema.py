@@ -17,6 +17,8 @@ import sqlalchemy as sa
 #: the layout this tpsbench writes and reads (see the module docstring)
 SCHEMA_VERSION = 2
 STATUSES = ("running", "completed", "interrupted", "failed")
+#: the longest storage label the runs table keeps
+STORAGE_LABEL_MOST = 200
 
 metadata = sa.MetaData()
 runs_table = sa.Table(
@@ -26,7 +28,7 @@ runs_table = sa.Table(
     sa.Column("started_at", sa.DateTime, nullable=False),
     sa.Column("ended_at", sa.DateTime),
     sa.Column("status", sa.String(16), nullable=False),
-    sa.Column("storage", sa.String(200), nullable=False),
+    sa.Column("storage", sa.String(STORAGE_LABEL_MOST), nullable=False),
     sa.Column("config", sa.JSON),
     sa.Column("seed", sa.BigInteger),
     sa.Column("tool_version", sa.String(40)),

@@ -124,6 +124,23 @@ class MysqlFamily(Target):
     def connection_limit_hint(self) -> str:
         return "raise it with SET GLOBAL max_connections = N (and max_connections in my.cnf to keep it)"
 
+    def storage_path(self) -> str | None:
+        """The data directory, where the server is this host."""
+        if not self.is_local:
+            return None
+        try:  # no database named: the URL's may not exist yet
+            conn = self._connect(database="")
+            try:
+                cur = conn.cursor()
+                cur.execute("SELECT @@datadir")
+                return _text(cur.fetchone()[0])
+            finally:
+                conn.close()
+        except Exception as exc:  # noqa: BLE001 - no answer is no check, never a failed build
+            if self.is_driver_error(exc) or isinstance(exc, TpsbenchError):
+                return None
+            raise
+
 
 class MysqlTarget(MysqlFamily):
     backends = ("mysql", "mariadb")

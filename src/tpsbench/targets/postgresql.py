@@ -107,6 +107,16 @@ class PostgresTarget(Target):
     def connection_limit_hint(self) -> str:
         return "raise it with ALTER SYSTEM SET max_connections = N and restart PostgreSQL"
 
+    def storage_path(self) -> str | None:
+        """The data directory, where the server is this host and lets us read the setting."""
+        if not self.is_local:
+            return None
+        try:  # the maintenance database: the URL's may not exist yet
+            with psycopg.connect(**self._connect_params("postgres")) as conn:
+                return str(conn.execute("SHOW data_directory").fetchone()[0])  # type: ignore[index]
+        except psycopg.Error:
+            return None
+
     def set_autocommit(self, conn: Any) -> None:
         """psycopg refuses the switch inside a transaction: end it first."""
         conn.rollback()

@@ -7,6 +7,7 @@ the writer, which is how anyone benchmarking SQLite would set it up.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from typing import Any
 
@@ -68,6 +69,9 @@ class SqliteTarget(Target):
 
     def placeholder(self) -> str:
         return "?"
+
+    def storage_path(self) -> str | None:
+        return None if self.path == ":memory:" else os.path.dirname(os.path.abspath(self.path))
 
     def set_autocommit(self, conn: Any) -> None:
         if conn.in_transaction:

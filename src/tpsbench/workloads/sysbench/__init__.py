@@ -25,7 +25,7 @@ from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.meta import STATE_COMPLETE, read_meta, require_complete
 from tpsbench.core.session import RunContext, Session
 from tpsbench.core.target import Target
-from tpsbench.core.workload import Check, LoadParams, LoadTask, Workload
+from tpsbench.core.workload import Check, LoadParams, LoadTask, SizeEstimate, Workload
 from tpsbench.workloads.sysbench.checks import (
     SBTEST,
     checks_for,
@@ -146,6 +146,15 @@ class SysbenchWorkload(Workload):
     def describe_scale(self, scale: int) -> str:
         return f"{scale} tables x {self.table_size:,} rows"
 
+    def estimate_size(self, scale: int, dialect: str) -> SizeEstimate | None:
+        """``scale`` tables of the configured table size, at the bytes per row measured on
+        the engine (scale_factors.toml)."""
+        entry = self.scale_factors().get("size", {}).get(dialect)
+        if entry is None:
+            return None
+        return SizeEstimate(scale, dialect, scale * self.table_size * entry["per_row_bytes"] / 1e6,
+                            entry.get("measured", ""))
+
     # -- run ----------------------------------------------------------------------------
     def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
         options = self.options if self.raw_options == {str(k): str(v) for k, v in ctx.options.items()} else None
@@ -172,7 +181,8 @@ class SysbenchWorkload(Workload):
                               f"(no tpsbench metadata) at {target.describe()}"}
         if self.options.tables and self.options.tables > tables:
             raise TpsbenchError(f"--tables {self.options.tables} but {target.describe()} has {tables} sbtest tables")
-        self.table_count, self.table_size = tables, size
+        # the options name a subset of the tables (and the ids to draw) where they say so
+        self.table_count, self.table_size = self.options.tables or tables, self.options.table_size or size
         return result
 
     def database_counts(self, conn: Any) -> dict[str, int]:

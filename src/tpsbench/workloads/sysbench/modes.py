@@ -80,6 +80,11 @@ _RAND_KEYS = {"rand_type": "rand_type", "rand_spec_iter": "spec_iter", "rand_spe
               "rand_spec_res": "spec_res", "rand_pareto_h": "pareto_h", "rand_zipfian_exp": "zipf_exp"}
 _INT_KEYS = {f.name for f in fields(SysbenchOptions) if f.type in ("int", "int | None")}
 _BOOL_KEYS = {"range_selects", "skip_trx"}
+#: the largest value of a whole-number option: ids, sizes and ranges are sysbench's
+#: INTEGER columns; counts of statements, points and ranges per transaction stop far
+#: short of a statement the server would refuse, or a transaction that never ends
+INT_MOST = {"tables": 10_000, "table_size": 2**31 - 1, "range_size": 2**31 - 1, "delta": 2**31 - 1}
+COUNT_MOST = 10_000
 _TRUE = {"on", "true", "yes", "1"}
 _FALSE = {"off", "false", "no", "0"}
 
@@ -125,8 +130,11 @@ def parse_options(options: Mapping[str, str | int | float | bool]) -> SysbenchOp
             except ValueError:
                 raise TpsbenchError(f"--{key.replace('_', '-')} must be a whole number, got {text!r}") from None
             least = 1 if key in ("tables", "table_size", "random_points", "number_of_ranges", "range_size") else 0
-            if number < least:
-                raise TpsbenchError(f"--{key.replace('_', '-')} must be >= {least}, got {number}")
+            most = INT_MOST.get(key, COUNT_MOST)
+            if not least <= number <= most:
+                flag = f"--{key.replace('_', '-')}"
+                raise TpsbenchError(f"{flag} must be >= {least}, got {number}" if number < least
+                                    else f"{flag} must be at most {most:,}, got {number:,}")
             values[key] = number
         else:
             known = sorted({"mode", "client", *_INT_KEYS, *_BOOL_KEYS, *_RAND_KEYS})

@@ -52,14 +52,14 @@ class RandParams:
     def __post_init__(self) -> None:
         if self.rand_type not in RAND_TYPES:
             raise TpsbenchError(f"--rand-type must be one of {', '.join(RAND_TYPES)}, got {self.rand_type!r}")
-        if self.spec_iter < 1:
-            raise TpsbenchError(f"--rand-spec-iter must be >= 1, got {self.spec_iter}")
+        if not 1 <= self.spec_iter <= 1000:
+            raise TpsbenchError(f"--rand-spec-iter must be from 1 to 1,000, got {self.spec_iter}")
         if not 0 <= self.spec_pct <= 100 or not 0 <= self.spec_res <= 100:
             raise TpsbenchError("--rand-spec-pct and --rand-spec-res must be percentages (0..100)")
         if not 0 < self.pareto_h < 1:
             raise TpsbenchError(f"--rand-pareto-h must be between 0 and 1, got {self.pareto_h}")
-        if self.zipf_exp < 0:
-            raise TpsbenchError(f"--rand-zipfian-exp must be >= 0, got {self.zipf_exp}")
+        if not 0 <= self.zipf_exp < math.inf:  # NaN fails it too
+            raise TpsbenchError(f"--rand-zipfian-exp must be a number >= 0, got {self.zipf_exp}")
 
     @property
     def res_mult(self) -> float:
