@@ -102,3 +102,40 @@ def test_ctrl_c_while_the_cli_loads_is_one_line(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (proc.returncode, err)
     assert "Traceback" not in err and err.rstrip().endswith("tpsbench: interrupted")
+
+
+def test_sigterm_mid_step_ends_the_run_as_interrupted_with_143(tmp_path: Path) -> None:
+    """A service manager's or kill's SIGTERM is handled as Ctrl-C is: the finished intervals
+    are kept, the run is stored as interrupted (not left "running" for ever), exit 143."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")}
+    db, results = f"sqlite:///{tmp_path / 'tpcc.db'}", f"sqlite:///{tmp_path / 'results.db'}"
+    assert tpsbench("build", "tpcc", "--scale", "1", "--db", db, cwd=tmp_path).returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "tpsbench", "run", "tpcc", "--db", db, "--results", results,
+                             "--users", "2", "--rampup", "0s", "--duration", "5m", "--interval", "0.5s"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    while "users: 2" not in proc.stderr.readline():  # the first live line: the step is measuring
+        assert proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (proc.returncode, err)
+    assert time.monotonic() - sent < 5.0 and "Traceback" not in err
+    assert "run 1: interrupted" in out
+    runs = tpsbench("runs", "--results", results, cwd=tmp_path)
+    assert "interrupted" in runs.stdout and "running" not in runs.stdout
+
+
+@pytest.mark.parametrize("during", ["loading the libraries", "loading rows"])
+def test_sigterm_while_the_cli_loads_or_builds_is_one_line_and_143(tmp_path: Path, during: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TPSBENCH_DB"}
+    proc = subprocess.Popen([sys.executable, "-m", "tpsbench", "build", "tpcc", "--scale", "2"], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if during == "loading rows":
+        assert proc.stderr is not None and "started" in proc.stderr.readline()  # the progress's first line
+    else:
+        time.sleep(0.25)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (proc.returncode, err)
+    assert "Traceback" not in err and err.rstrip().endswith("tpsbench: terminated")

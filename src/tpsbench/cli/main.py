@@ -14,7 +14,7 @@ from rich.table import Table
 
 from tpsbench import __version__
 from tpsbench.cli import run as cli_run
-from tpsbench.core.errors import CheckFailed, TpsbenchError
+from tpsbench.core.errors import CheckFailed, Terminated, TpsbenchError
 from tpsbench.core.parse import parse_options, parse_scale
 from tpsbench.core.redact import scrub_text
 from tpsbench.core.workload import Workload
@@ -172,12 +172,16 @@ def main(argv: list[str] | None = None) -> None:
     except TpsbenchError as exc:
         click.echo(f"tpsbench: error: {scrub_text(str(exc))}", err=True)  # the last guard: no password shown
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("tpsbench: interrupted", err=True)
-        sys.exit(130)
+    except click.exceptions.Abort as exc:  # click's wrapping of a KeyboardInterrupt
+        terminated = isinstance(exc.__cause__ or exc.__context__, Terminated)
+        click.echo(f"tpsbench: {'terminated' if terminated else 'interrupted'}", err=True)
+        sys.exit(143 if terminated else 130)
     except click.ClickException as exc:
         click.echo(f"tpsbench: error: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code)
+    except Terminated:
+        click.echo("tpsbench: terminated", err=True)
+        sys.exit(143)
     except KeyboardInterrupt:
         click.echo("tpsbench: interrupted", err=True)
         sys.exit(130)

@@ -7,6 +7,7 @@ the options the workload declares.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -69,6 +70,10 @@ def workload_option(option: Option, unset: bool = False) -> Callable[..., Any]:
                         show_default=True, help=option.help)
 
 
+#: the honesty check's verdict as the last line says it (None: no step's counts came back)
+HONESTY = {True: "matches", False: "FAILED", None: "skipped (no step finished)"}
+
+
 def _make_run_command(cls: type[Workload]) -> click.Command:
     """``run <workload>``: the common options and the workload's own, from its declaration."""
     name, options = cls.name, cls.run_options
@@ -93,7 +98,9 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
         short = [str(step.step) for step in record.outcome.steps if step.problems]
         click.echo(f"run {record.run_id}: {record.status}"
                    f"{'; step ' + ', '.join(short) + ' ran short of its plan (PROBLEM above)' if short else ''}"
-                   f"; honesty check {'matches' if record.honesty['match'] else 'FAILED'}")
+                   f"; honesty check {HONESTY[record.honesty['match']]}")
+        if record.status == "interrupted":
+            raise SystemExit(143 if record.outcome.signal == signal.SIGTERM else 130)
         if not record.honesty["match"] or record.status != "completed" or short:
             raise SystemExit(1)
 

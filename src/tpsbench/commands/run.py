@@ -128,17 +128,23 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             live=live, observers=[HostCpu()] if observers is None else observers,
         )
         status = outcome.status.value
+    except KeyboardInterrupt:  # a second Ctrl-C, or a signal while workers start: what finished is kept
+        status = "interrupted"
+        raise
     finally:
-        honesty = honesty_check(wl, before, _database_counts(wl, target), outcome.steps)
+        if status == "interrupted" and not outcome.steps:  # cut short before any step outcome came back
+            honesty: dict[str, Any] = {"match": None, "skipped": "interrupted before the steps' counts were in"}
+        else:
+            honesty = honesty_check(wl, before, _database_counts(wl, target), outcome.steps)
         store.finish_run(run_id, status, honesty)
-    if not honesty["match"] and live is not None:
+    if honesty["match"] is False and live is not None:
         live(f"HONESTY CHECK FAILED: the database changed by {honesty['actual']} "
              f"but the driver counted {honesty['expected']}")
     return RunRecord(run_id, status, outcome, honesty, store)
 
 
 def _finish_step(store: ResultsStore, run_id: int, result: StepOutcome, live: Callable[[str], None] | None,
-                 secrets: set[str]) -> None:
+                 secrets: set[str] | frozenset[str] = frozenset()) -> None:
     """Store the step; its problems (the load ran short of the plan) are stored and said too."""
     if result.summary is not None:
         store.finish_step(run_id, result.step, result.summary, observations=result.observations)

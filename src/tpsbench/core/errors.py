@@ -30,3 +30,13 @@ def first_line(text: object) -> str:
         if line.strip():
             return line.strip()
     return str(text).strip() or type(text).__name__
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a service manager, ``kill``), handled as Ctrl-C is: what is finished is
+    kept and the run is marked interrupted; the process then exits with 143, not 130."""
+
+
+def raise_terminated(signum: int, frame: object) -> None:
+    """A SIGTERM handler: :class:`Terminated` wherever the main thread is."""
+    raise Terminated

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.errors import Terminated, TpsbenchError
 from tpsbench.core.parse import MAX_DURATION_S, MAX_USERS
 from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
@@ -107,6 +107,8 @@ class StepOutcome:
 class RunOutcome:
     status: RunStatus
     steps: list[StepOutcome]
+    #: what interrupted the run: signal.SIGINT (Ctrl-C) or signal.SIGTERM; None if nothing did
+    signal: int | None = None
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,8 @@ def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None
                     on_step(result)
         finally:
             transport.close(1.0 if coordinator.interrupted else STOP_WAIT_S)
-    return RunOutcome(RunStatus.INTERRUPTED if coordinator.interrupted else RunStatus.COMPLETED, results)
+    return RunOutcome(RunStatus.INTERRUPTED if coordinator.interrupted else RunStatus.COMPLETED, results,
+                      coordinator.signal)
 
 
 def run_steps(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep],
@@ -210,24 +213,27 @@ class Coordinator:
         self.plan, self.transport, self.observers = plan, transport, observers
         self.on_interval, self.live = on_interval, live
         self.interrupted = False
+        #: the signal that interrupted the run (SIGINT, SIGTERM), if one did
+        self.signal: int | None = None
 
     # -- Ctrl-C -----------------------------------------------------------------------
     @contextlib.contextmanager
     def sigint_handler(self) -> Iterator[None]:
-        """Turn the first Ctrl-C into a flag the step loop acts on (signals reach the main thread only)."""
-        previous = None
+        """Turn the first Ctrl-C or SIGTERM into a flag the step loop acts on, so that the
+        run ends with what it finished (signals reach the main thread only)."""
+        previous = {}
         if threading.current_thread() is threading.main_thread():
-            previous = signal.signal(signal.SIGINT, self._on_sigint)
+            previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             yield
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
-    def _on_sigint(self, signum: int, frame: object) -> None:
-        if self.interrupted:  # a second Ctrl-C: stop waiting for anything
-            raise KeyboardInterrupt
-        self.interrupted = True
+    def _on_signal(self, signum: int, frame: object) -> None:
+        if self.interrupted:  # a second one: stop waiting for anything
+            raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+        self.interrupted, self.signal = True, signum
 
     # -- workers ----------------------------------------------------------------------
     def ensure_workers(self) -> None:

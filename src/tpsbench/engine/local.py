@@ -10,6 +10,8 @@ wrote before dying has been read.
 from __future__ import annotations
 
 import multiprocessing as mp
+import signal
+import threading
 import time
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -61,7 +63,16 @@ class LocalProcesses(Transport):
         ours, theirs = self.mp.Pipe(duplex=True)
         process = self.mp.Process(target=_local_worker, args=(worker, theirs, workload, ctx),
                                   name=f"tpsbench-worker-{worker}", daemon=True)
-        process.start()
+        # started with Ctrl-C ignored, which the new interpreter keeps: a Ctrl-C at the
+        # terminal reaches the whole process group, and a worker still importing would
+        # die of it with a traceback; the coordinator decides (worker_main ignores it too)
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        try:
+            process.start()
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
         theirs.close()  # so that the worker's death reads as EOF here
         self.workers[worker] = _Process(process, ours)
 
