@@ -139,3 +139,13 @@ def test_sigterm_while_the_cli_loads_or_builds_is_one_line_and_143(tmp_path: Pat
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, (proc.returncode, err)
     assert "Traceback" not in err and err.rstrip().endswith("tpsbench: terminated")
+
+
+def test_commands_that_only_read_create_no_file(tmp_path: Path) -> None:
+    """runs, report, compare, check, drop, size and presets in an empty folder leave it
+    empty: no results store, no SQLite database created on the way."""
+    for args in (["runs"], ["report"], ["compare"], ["check", "tpcc"], ["drop", "tpcc"], ["drop", "sysbench"],
+                 ["size", "tpcc", "--scale", "1"], ["size", "sysbench", "--scale", "2"], ["presets", "tpcc"]):
+        done = tpsbench(*args, cwd=tmp_path)
+        assert "Traceback" not in done.stderr, (args, done.stderr)
+    assert list(tmp_path.iterdir()) == []

@@ -213,7 +213,8 @@ def test_postgres_commits_equal_table_change_and_rampup_is_not_measured(pg_ctx: 
     assert outcome.status is RunStatus.COMPLETED
     assert [s.step for s in done] == [1, 2] and len(seen) == sum(len(s.intervals) for s in done)
     assert len(lines) == len(seen) - 2  # no live line for the in-flight tail of a step
-    assert sum("(ramp-up)" in line for line in lines) == 4
+    assert sum("(ramp-up; " in line for line in lines) == 4
+    assert [line.split(" users:")[0].split("] ")[1] for line in lines][:1] == ["step 1/2"]  # it names its step
     assert commits(outcome) == evidence(pg_ctx.url)
     for step in outcome.steps:
         assert step.problems == []

@@ -151,7 +151,7 @@ def report(run_ids: tuple[int, ...], results_url: str | None, fmt: str) -> None:
     from tpsbench.report.table import render
     from tpsbench.results.store import ResultsStore
 
-    store = ResultsStore(results_url)
+    store = ResultsStore(results_url, create=False)
     ids = list(run_ids) or [r.id for r in store.list_runs()[-1:]]
     if not ids:
         raise TpsbenchError("the results store has no runs yet: run one with `tpsbench run tpcc`")
@@ -172,7 +172,7 @@ def compare(labels: tuple[str, ...], workload: str | None, results_url: str | No
     from tpsbench.report.table import render
     from tpsbench.results.store import ResultsStore
 
-    store = ResultsStore(results_url)
+    store = ResultsStore(results_url, create=False)
     latest: dict[str, int] = {}
     for r in store.list_runs():
         if r.status == "completed" and (workload is None or r.workload == workload):
@@ -195,6 +195,6 @@ def runs(results_url: str | None) -> None:
     table = Table(title="runs", title_justify="left")
     for header in ("id", "workload", "storage", "status", "started", "database"):
         table.add_column(header)
-    for r in ResultsStore(results_url).list_runs():
+    for r in ResultsStore(results_url, create=False).list_runs():
         table.add_row(str(r.id), r.workload, r.storage, r.status, f"{r.started_at:%Y-%m-%d %H:%M}", r.db_url)
     make_console().print(table)

@@ -28,8 +28,9 @@ from tpsbench.core.workload import Workload
 from tpsbench.core.parse import check_seed, check_text
 from tpsbench.engine.coordinator import LoadStep, RunOutcome, RunStatus, StepOutcome, check_steps, plan_run, run_plan
 from tpsbench.measure.host_cpu import HostCpu
+from tpsbench.measure.host_info import driver_host
 from tpsbench.measure.observers import StepObserver
-from tpsbench.measure.reports import IntervalReport
+from tpsbench.measure.reports import IntervalReport, clock
 from tpsbench.results.schema import STORAGE_LABEL_MOST
 from tpsbench.results.store import ResultsStore
 from tpsbench.targets import open_target
@@ -111,9 +112,12 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     store = ResultsStore(config.results_url)
     stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
     run_id = store.start_run(
-        wl.name, db_url=target.describe(), storage=config.storage, config=stored_config | {"options": ctx.options},
+        wl.name, db_url=target.describe(), storage=config.storage,
+        config=stored_config | {"options": ctx.options, "driver_host": driver_host()},
         seed=seed, server=target.server_info(), notes=config.notes, tool_version=__version__,
     )
+    if live is not None:
+        live(plan_line(run_id, config, store.url))
     if read_meta(target, wl.name):
         note_run_started(target, wl.name)
     before = _database_counts(wl, target)
@@ -141,6 +145,16 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         live(f"HONESTY CHECK FAILED: the database changed by {honesty['actual']} "
              f"but the driver counted {honesty['expected']}")
     return RunRecord(run_id, status, outcome, honesty, store)
+
+
+def plan_line(run_id: int, config: RunConfig, results: str) -> str:
+    """What the run will do, said before it starts: its steps, their timing, about how long
+    in all (each step's start takes about a second more) and where its results go."""
+    each = config.rampup_s + config.duration_s
+    ramp = f"{clock(config.rampup_s)} ramp-up + " if config.rampup_s else ""
+    return (f"run {run_id}: {len(config.users)} step(s) of {', '.join(map(str, config.users))} users, each "
+            f"{ramp}{clock(config.duration_s)} measured, a line every {clock(config.interval_s)}: about "
+            f"{clock(len(config.users) * (each + 1.0))} in all; results in {results}")
 
 
 def _finish_step(store: ResultsStore, run_id: int, result: StepOutcome, live: Callable[[str], None] | None,

@@ -93,7 +93,10 @@ def install_routines(workload: Workload, target: Target) -> list[str]:
 
 
 def execute_ddl(target: Target, statements: list[str], doing: str) -> None:
-    """Run DDL statements in one transaction (where the database has transactional DDL)."""
+    """Run DDL statements in one transaction (where the database has transactional DDL);
+    none, no connection (a drop with nothing to drop must not create a SQLite file)."""
+    if not statements:
+        return
     with target.translate_errors(doing), target.engine.begin() as conn:
         for statement in statements:
             conn.exec_driver_sql(statement)

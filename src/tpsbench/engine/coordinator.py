@@ -43,7 +43,7 @@ from tpsbench.engine.protocol import (STOP_GRACE_S, Stop, WorkerFailed, WorkerLo
                                       WorkerStepDone, interval_bounds)
 from tpsbench.engine.transport import Transport
 from tpsbench.measure.observers import Observers, Readings, StepObserver
-from tpsbench.measure.reports import IntervalReport, live_line
+from tpsbench.measure.reports import IntervalReport, clock, live_line
 from tpsbench.measure.summary import SteadySummary
 from tpsbench.targets import open_target
 
@@ -275,7 +275,7 @@ class Coordinator:
                 result.problems.append(f"{transport.describe(index)} could not be reached before step {number}")
         bounds = interval_bounds(step.rampup_s, step.duration_s, step.interval_s)
         self.observers.start_step(number, step.users, start_at, bounds)
-        merger = IntervalMerger(sent, functools.partial(self.emit, step.users, start_at, [b[2] for b in bounds]))
+        merger = IntervalMerger(sent, functools.partial(self.emit, number, step, start_at, [b[2] for b in bounds]))
         try:
             self.collect(number, step, start_at, sent, merger, result)
         finally:
@@ -322,12 +322,14 @@ class Coordinator:
                     merger.lost(index)
                 pending.clear()
 
-    def emit(self, users: int, start_at: float, planned: list[bool], report: IntervalReport) -> None:
+    def emit(self, number: int, step: LoadStep, start_at: float, planned: list[bool], report: IntervalReport) -> None:
         """Hand a merged interval on, with the observers' readings over it; the live line
         skips the in-flight tail (a fraction of a second)."""
         report.observations = self.observers.interval(report.interval)
         if self.live is not None and report.interval < len(planned):
-            note = "" if report.steady else " (ramp-up)" if not planned[report.interval] else " (partial)"
-            self.live(live_line(report, users, report.t_end - start_at) + note)
+            notes = () if report.steady else ("ramp-up",) if not planned[report.interval] else ("partial",)
+            elapsed = report.t_end - start_at
+            left = f"{clock(step.rampup_s + step.duration_s - elapsed)} left"
+            self.live(live_line(report, step.users, elapsed, f"{number}/{len(self.plan.steps)}", (*notes, left)))
         if self.on_interval is not None:
             self.on_interval(report)

@@ -144,12 +144,28 @@ def rates(statements: dict[str, int], seconds: float) -> dict[str, float]:
     return out
 
 
-def live_line(report: IntervalReport, users: int, elapsed: float) -> str:
-    """One progress line per interval, like sysbench's --report-interval (its qps (r/w/o) too)."""
+def live_line(report: IntervalReport, users: int, elapsed: float, step: str = "", notes: tuple[str, ...] = ()) -> str:
+    """One progress line per interval, like sysbench's --report-interval (its qps (r/w/o)
+    too), with the step it belongs to ("2/5") and ``notes`` in brackets after it
+    ("ramp-up", "1m20s left")."""
     p95 = report.histogram().percentile(95) / 1000.0
     qps = rates(report.statements, report.seconds)
     split = "/".join(f"{qps.get(k, 0.0):.1f}" for k in report.statements)
     queries = f"qps: {qps['total']:.1f} ({'/'.join(k[0] for k in report.statements)}: {split}) " if qps else ""
-    return (f"[ {elapsed:.0f}s ] users: {users} tps: {report.tps:.1f} {queries}p95: {p95:.1f} ms "
+    where = f"step {step} " if step else ""
+    after = f" ({'; '.join(notes)})" if notes else ""
+    return (f"[ {elapsed:.0f}s ] {where}users: {users} tps: {report.tps:.1f} {queries}p95: {p95:.1f} ms "
             f"errors: {report.total('errors')} retries: {report.total('retries')} "
-            f"reconnects: {report.reconnects}")
+            f"reconnects: {report.reconnects}{after}")
+
+
+def clock(seconds: float) -> str:
+    """A duration as people read it: 45s, 3m20s, 1h05m."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"

@@ -54,7 +54,11 @@ def _aware(value: datetime | None) -> datetime | None:
 class ResultsStore:
     """Runs, steps, intervals, histograms and errors in any SQLAlchemy database."""
 
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, *, create: bool = True) -> None:
+        """The store at ``url`` (default ``$TPSBENCH_RESULTS``, else a SQLite file here),
+        its tables created where missing. ``create=False`` is for readers (runs, report,
+        compare), which must leave no file or table behind: a store with no runs yet is
+        then a one-line error."""
         text = url or os.environ.get(ENV_VAR) or DEFAULT_URL
         self._secrets: set[str] = set()
         self._learn(text)
@@ -64,8 +68,12 @@ class ResultsStore:
             backend, _, driver = parsed.drivername.partition("+")
             if not driver and backend in DEFAULT_DRIVERS:
                 parsed = parsed.set(drivername=f"{backend}+{DEFAULT_DRIVERS[backend]}")
+            if not create and backend == "sqlite" and not os.path.exists(parsed.database or ""):
+                raise TpsbenchError(f"results store {self.url} has no runs yet: run one with `tpsbench run tpcc`")
             self.engine = sa.create_engine(parsed, poolclass=sa.NullPool)
             version = self._version()
+            if not create and version == 0:
+                raise TpsbenchError(f"results store {self.url} has no runs yet: run one with `tpsbench run tpcc`")
             if version > SCHEMA_VERSION:
                 raise TpsbenchError(f"results store {self.url} was written by a newer tpsbench (layout {version}; "
                                     f"this one knows up to {SCHEMA_VERSION}): upgrade tpsbench to read it")

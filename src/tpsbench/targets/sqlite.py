@@ -70,6 +70,13 @@ class SqliteTarget(Target):
     def placeholder(self) -> str:
         return "?"
 
+    def table_names(self) -> set[str]:
+        """No tables where there is no file yet, without creating one: check, drop, size
+        and runs never leave an empty database behind."""
+        if self.path != ":memory:" and not os.path.exists(self.path):
+            return set()
+        return super().table_names()
+
     def storage_path(self) -> str | None:
         return None if self.path == ":memory:" else os.path.dirname(os.path.abspath(self.path))
 
