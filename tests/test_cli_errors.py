@@ -149,3 +149,30 @@ def test_commands_that_only_read_create_no_file(tmp_path: Path) -> None:
         done = tpsbench(*args, cwd=tmp_path)
         assert "Traceback" not in done.stderr, (args, done.stderr)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_second_run_on_the_same_data_is_refused_unless_forced(tmp_path: Path) -> None:
+    """Two runs at once both fail their honesty checks (each counts the other's commits):
+    the second says so before it starts; --force runs it anyway; once the first has
+    ended, a run starts as usual."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")}
+    db, results = f"sqlite:///{tmp_path / 'tpcc.db'}", f"sqlite:///{tmp_path / 'results.db'}"
+    assert tpsbench("build", "tpcc", "--scale", "1", "--db", db, cwd=tmp_path).returncode == 0
+    common = ["run", "tpcc", "--db", db, "--results", results, "--users", "1", "--rampup", "0s", "--interval", "0.5s"]
+    first = subprocess.Popen([sys.executable, "-m", "tpsbench", *common, "--duration", "5m"], cwd=tmp_path, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert first.stderr is not None
+        while "users: 1" not in first.stderr.readline():
+            assert first.poll() is None
+        second = tpsbench(*common, "--duration", "1s", cwd=tmp_path)
+        assert_one_line_error(second, "another run is active", f"{first.pid}", "--force")
+        forced = tpsbench(*common, "--duration", "1s", "--force", cwd=tmp_path)
+        # the refused one stored nothing, so the forced one is run 2; it counts the first's commits too
+        assert "run 2: completed; honesty check FAILED" in forced.stdout, forced.stderr
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=60)
+    assert first.returncode == 143
+    after = tpsbench(*common, "--duration", "1s", cwd=tmp_path)
+    assert after.returncode == 0 and "run 3: completed" in after.stdout, after.stderr

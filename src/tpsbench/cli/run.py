@@ -49,6 +49,9 @@ def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
                           " every sysbench mode): less client CPU per transaction than a thread per user."
                           " --no-multiplex gives every user a thread of its own."),
         click.option("--seed", type=int, default=None, help="Random seed (default: drawn, and stored with the run)."),
+        click.option("--force", is_flag=True,
+                     help="Run even while another run is active on the same database (both honesty checks then"
+                          " fail: each counts the other's commits)."),
         click.option("--notes", default="", help="Free text stored with the run."),
         click.option("--build-if-missing", "build_scale", default=None, metavar="SCALE",
                      help="Build the workload at SCALE first when the database has no build of it."),
@@ -91,7 +94,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
             results_url=values["results_url"], notes=values["notes"],
             build_scale=None if values["build_scale"] is None else parse_scale(
                 values["build_scale"], cls.scale_factors().get("presets")),
-            multiplex=values["multiplex"],
+            multiplex=values["multiplex"], force=values["force"],
         )
         record = run(config, live=lambda line: click.echo(line, err=True))
         click.echo(render([record.store.load_run(record.run_id)]), nl=False)

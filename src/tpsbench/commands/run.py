@@ -12,20 +12,24 @@ benchmark that miscounts is worse than none.
 
 from __future__ import annotations
 
+import os
 import secrets
+import socket
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from tpsbench import __version__
 from tpsbench.commands.build import build
-from tpsbench.core.meta import note_run_started, read_meta
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.meta import ACTIVE, active_run, forget_meta, note_run_started, read_meta, write_meta
+from tpsbench.core.parse import check_seed, check_text
 from tpsbench.core.redact import scrub_text, secrets_of
 from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
-from tpsbench.core.parse import check_seed, check_text
 from tpsbench.engine.coordinator import LoadStep, RunOutcome, RunStatus, StepOutcome, check_steps, plan_run, run_plan
 from tpsbench.measure.host_cpu import HostCpu
 from tpsbench.measure.host_info import driver_host
@@ -60,6 +64,8 @@ class RunConfig:
     build_scale: int | None = None
     #: users of single-call sessions share one thread per worker (tpsbench.engine.multiplex)
     multiplex: bool = True
+    #: run even while another run is active on the same data (both honesty checks then fail)
+    force: bool = False
 
 
 @dataclass
@@ -105,6 +111,11 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     )
     if meta.get("note") and live is not None:
         live(meta["note"])
+    other = active_run(target, wl.name)
+    if other and not config.force:
+        raise TpsbenchError(f"another run is active on the {wl.name} database at {target.describe()} (host, pid, "
+                            f"since: {other}): two runs at once fail each other's honesty check; wait for it, or "
+                            "add --force")
     plan = plan_run(ctx, wl, steps, workers=config.workers, target=target)
     prepared = wl.prepare_run(target, ctx.options)
     if prepared and live is not None:
@@ -118,8 +129,11 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     )
     if live is not None:
         live(plan_line(run_id, config, store.url))
+    mark = ""
     if read_meta(target, wl.name):
         note_run_started(target, wl.name)
+        mark = f"{socket.gethostname()} {os.getpid()} {datetime.now(UTC).isoformat(timespec='seconds')}"
+        write_meta(target, wl.name, {ACTIVE: mark})
     before = _database_counts(wl, target)
     users_by_step = {n: u for n, u in enumerate(config.users, start=1)}
     outcome = RunOutcome(RunStatus.INTERRUPTED, [])
@@ -141,6 +155,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         else:
             honesty = honesty_check(wl, before, _database_counts(wl, target), outcome.steps)
         store.finish_run(run_id, status, honesty)
+        if mark:
+            forget_meta(target, wl.name, ACTIVE, mark)
     if honesty["match"] is False and live is not None:
         live(f"HONESTY CHECK FAILED: the database changed by {honesty['actual']} "
              f"but the driver counted {honesty['expected']}")

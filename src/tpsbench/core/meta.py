@@ -13,9 +13,11 @@ tpsbench drops or replaces only the tables its metadata says it built (:func:`bu
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-
+import os
+import socket
 from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
 
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.target import Target
@@ -36,6 +38,8 @@ STATE_BUILDING = "building"
 STATE_COMPLETE = "complete"
 #: the metadata entry that names the tables a build created, comma-separated
 TABLES = "tables"
+#: the metadata entry of a run in progress on the data: "host pid started-at"
+ACTIVE = "active_run"
 
 
 def read_meta(target: Target, workload: str) -> dict[str, str]:
@@ -68,6 +72,38 @@ def clear_meta(target: Target, workload: str) -> None:
         conn.execute(META_TABLE.delete().where(META_TABLE.c.workload == workload))
         if conn.execute(sa.select(sa.func.count()).select_from(META_TABLE)).scalar_one() == 0:
             META_TABLE.drop(conn)
+
+
+def forget_meta(target: Target, workload: str, name: str, value: str) -> None:
+    """Remove entry ``name`` if it still holds ``value`` (another process may have replaced it)."""
+    if META_TABLE.name not in target.table_names():
+        return
+    c = META_TABLE.c
+    with target.translate_errors("writing tpsbench_meta"), target.engine.begin() as conn:
+        conn.execute(META_TABLE.delete().where(c.workload == workload, c.name == name, c.value == value))
+
+
+def active_run(target: Target, workload: str) -> str | None:
+    """The run in progress on this build's data (its ACTIVE entry), unless that entry was
+    left by a process of this host that is gone (a crash, a kill -9): None then."""
+    entry = read_meta(target, workload).get(ACTIVE)
+    if not entry:
+        return None
+    host, _, rest = entry.partition(" ")
+    pid = rest.partition(" ")[0]
+    if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
+        return None
+    return entry
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True
 
 
 def built_tables(target: Target, workload: Workload) -> set[str]:
