@@ -12,19 +12,16 @@ benchmark that miscounts is worse than none.
 
 from __future__ import annotations
 
-import os
 import secrets
-import socket
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from tpsbench import __version__
 from tpsbench.commands.build import build
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.meta import ACTIVE, active_run, forget_meta, note_run_started, read_meta, write_meta
+from tpsbench.core.meta import active_run, note_run_ended, note_run_started, read_meta
 from tpsbench.core.parse import check_seed, check_text
 from tpsbench.core.redact import scrub_text, secrets_of
 from tpsbench.core.session import RunContext
@@ -129,11 +126,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     )
     if live is not None:
         live(plan_line(run_id, config, store.url))
-    mark = ""
-    if read_meta(target, wl.name):
-        note_run_started(target, wl.name)
-        mark = f"{socket.gethostname()} {os.getpid()} {datetime.now(UTC).isoformat(timespec='seconds')}"
-        write_meta(target, wl.name, {ACTIVE: mark})
+    mark = note_run_started(target, wl.name) if read_meta(target, wl.name) else ""
     before = _database_counts(wl, target)
     users_by_step = {n: u for n, u in enumerate(config.users, start=1)}
     outcome = RunOutcome(RunStatus.INTERRUPTED, [])
@@ -156,7 +149,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             honesty = honesty_check(wl, before, _database_counts(wl, target), outcome.steps)
         store.finish_run(run_id, status, honesty)
         if mark:
-            forget_meta(target, wl.name, ACTIVE, mark)
+            note_run_ended(target, wl.name, mark)
     if honesty["match"] is False and live is not None:
         live(f"HONESTY CHECK FAILED: the database changed by {honesty['actual']} "
              f"but the driver counted {honesty['expected']}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import socket
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
@@ -74,15 +75,6 @@ def clear_meta(target: Target, workload: str) -> None:
             META_TABLE.drop(conn)
 
 
-def forget_meta(target: Target, workload: str, name: str, value: str) -> None:
-    """Remove entry ``name`` if it still holds ``value`` (another process may have replaced it)."""
-    if META_TABLE.name not in target.table_names():
-        return
-    c = META_TABLE.c
-    with target.translate_errors("writing tpsbench_meta"), target.engine.begin() as conn:
-        conn.execute(META_TABLE.delete().where(c.workload == workload, c.name == name, c.value == value))
-
-
 def active_run(target: Target, workload: str) -> str | None:
     """The run in progress on this build's data (its ACTIVE entry), unless that entry was
     left by a process of this host that is gone (a crash, a kill -9): None then."""
@@ -124,10 +116,22 @@ def foreign_tables(target: Target, workload: Workload) -> list[str]:
     return sorted(set(workload.owned_tables(target.table_names())) - built_tables(target, workload))
 
 
-def note_run_started(target: Target, workload: str) -> None:
-    """Count a run against the data, so that checks know the data is no longer as built."""
+def note_run_started(target: Target, workload: str) -> str:
+    """Count a run against the data, so that checks know the data is no longer as built,
+    and mark it active (:func:`active_run`) until :func:`note_run_ended`; the mark."""
     runs = int(read_meta(target, workload).get("runs", "0"))
-    write_meta(target, workload, {"runs": runs + 1})
+    mark = f"{socket.gethostname()} {os.getpid()} {datetime.now(UTC).isoformat(timespec='seconds')}"
+    write_meta(target, workload, {"runs": runs + 1, ACTIVE: mark})
+    return mark
+
+
+def note_run_ended(target: Target, workload: str, mark: str) -> None:
+    """Remove the run's mark, if it is still its own (a --force run may have replaced it)."""
+    if META_TABLE.name not in target.table_names():
+        return
+    c = META_TABLE.c
+    with target.translate_errors("writing tpsbench_meta"), target.engine.begin() as conn:
+        conn.execute(META_TABLE.delete().where(c.workload == workload, c.name == ACTIVE, c.value == mark))
 
 
 def require_complete(target: Target, workload: str, tables: tuple[str, ...]) -> dict[str, str]:

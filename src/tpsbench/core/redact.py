@@ -63,14 +63,6 @@ def scrub(value: Any, secrets: frozenset[str] | set[str] = frozenset()) -> Any:
     return scrub_text(str(value), secrets)
 
 
-def password_of(url: str | sa.engine.URL) -> str | None:
-    """The password a URL carries, if any (to blank it out of later texts)."""
-    try:
-        return sa.engine.make_url(url).password
-    except Exception:  # noqa: BLE001 - not a URL: no password to learn
-        return None
-
-
 def secrets_of(url: str | sa.engine.URL) -> set[str]:
     """Every secret a URL carries: its password, and the values of query keys that name
     secrets (``?password=``, ``pwd=`` ...), to blank out of texts that may quote them."""

@@ -199,11 +199,17 @@ class Workload(ABC):
         """On-disk size after a build at ``scale``, from the per-scale sizes measured on
         ``dialect``'s engine (scale_factors.toml ``[size.<dialect>]``: fixed_mb and
         per_scale_mb); None where nothing was measured."""
-        entry = self.scale_factors().get("size", {}).get(dialect)
+        entry = self.measured_size(dialect)
         if entry is None:
             return None
         return SizeEstimate(scale, dialect, entry.get("fixed_mb", 0.0) + scale * entry["per_scale_mb"],
                             entry.get("measured", ""))
+
+    @classmethod
+    def measured_size(cls, dialect: str) -> dict[str, Any] | None:
+        """scale_factors.toml's ``[size.<dialect>]``: what was measured on that engine."""
+        found: dict[str, Any] | None = cls.scale_factors().get("size", {}).get(dialect)
+        return found
 
     # -- run ----------------------------------------------------------------------------
     @abstractmethod

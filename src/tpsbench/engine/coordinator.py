@@ -155,10 +155,10 @@ def check_steps(steps: Sequence[LoadStep]) -> None:
     for step in steps:
         if not 1 <= step.users <= MAX_USERS:
             raise TpsbenchError(f"a step needs 1 to {MAX_USERS:,} users, not {step.users:,}")
-        for what, seconds, least in (("duration", step.duration_s, 0.0), ("interval", step.interval_s, 0.0),
-                                     ("ramp-up", step.rampup_s, -1.0)):
-            if not least < seconds <= MAX_DURATION_S:  # also refuses NaN
-                bound = "longer than 0 s" if least == 0.0 else "0 s or longer"
+        for what, seconds, zero in (("duration", step.duration_s, False), ("interval", step.interval_s, False),
+                                    ("ramp-up", step.rampup_s, True)):
+            if not (0.0 <= seconds if zero else 0.0 < seconds) or not seconds <= MAX_DURATION_S:  # NaN fails too
+                bound = "0 s or longer" if zero else "longer than 0 s"
                 raise TpsbenchError(f"a step's {what} must be {bound} and at most 30 days, not {seconds} s")
 
 

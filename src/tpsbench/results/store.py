@@ -27,7 +27,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from tpsbench.core.errors import TpsbenchError, first_line
-from tpsbench.core.redact import password_of, safe_url, scrub, scrub_text
+from tpsbench.core.redact import safe_url, scrub, scrub_text, secrets_of
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.observers import Readings
 from tpsbench.measure.reports import ALL, IntervalReport
@@ -68,12 +68,13 @@ class ResultsStore:
             backend, _, driver = parsed.drivername.partition("+")
             if not driver and backend in DEFAULT_DRIVERS:
                 parsed = parsed.set(drivername=f"{backend}+{DEFAULT_DRIVERS[backend]}")
+            empty = TpsbenchError(f"results store {self.url} has no runs yet: run one with `tpsbench run tpcc`")
             if not create and backend == "sqlite" and not os.path.exists(parsed.database or ""):
-                raise TpsbenchError(f"results store {self.url} has no runs yet: run one with `tpsbench run tpcc`")
+                raise empty
             self.engine = sa.create_engine(parsed, poolclass=sa.NullPool)
             version = self._version()
             if not create and version == 0:
-                raise TpsbenchError(f"results store {self.url} has no runs yet: run one with `tpsbench run tpcc`")
+                raise empty
             if version > SCHEMA_VERSION:
                 raise TpsbenchError(f"results store {self.url} was written by a newer tpsbench (layout {version}; "
                                     f"this one knows up to {SCHEMA_VERSION}): upgrade tpsbench to read it")
@@ -99,9 +100,7 @@ class ResultsStore:
         return int(value) if value is not None else 1
 
     def _learn(self, url: str | sa.engine.URL) -> None:
-        password = password_of(url)
-        if password:
-            self._secrets.add(password)
+        self._secrets |= secrets_of(url)
 
     def _clean(self, text: str) -> str:
         return scrub_text(text, self._secrets)

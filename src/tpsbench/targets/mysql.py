@@ -129,17 +129,16 @@ class MysqlFamily(Target):
         if not self.is_local:
             return None
         try:  # no database named: the URL's may not exist yet
-            conn = self._connect(database="")
-            try:
-                cur = conn.cursor()
-                cur.execute("SELECT @@datadir")
-                return _text(cur.fetchone()[0])
-            finally:
-                conn.close()
-        except Exception as exc:  # noqa: BLE001 - no answer is no check, never a failed build
-            if self.is_driver_error(exc) or isinstance(exc, TpsbenchError):
-                return None
-            raise
+            with self.translate_errors("reading datadir"):
+                conn = self._connect(database="")
+                try:
+                    cur = conn.cursor()
+                    cur.execute("SELECT @@datadir")
+                    return _text(cur.fetchone()[0])
+                finally:
+                    conn.close()
+        except TpsbenchError:  # no answer is no check, never a failed build
+            return None
 
 
 class MysqlTarget(MysqlFamily):

@@ -149,7 +149,7 @@ class SysbenchWorkload(Workload):
     def estimate_size(self, scale: int, dialect: str) -> SizeEstimate | None:
         """``scale`` tables of the configured table size, at the bytes per row measured on
         the engine (scale_factors.toml)."""
-        entry = self.scale_factors().get("size", {}).get(dialect)
+        entry = self.measured_size(dialect)
         if entry is None:
             return None
         return SizeEstimate(scale, dialect, scale * self.table_size * entry["per_row_bytes"] / 1e6,
