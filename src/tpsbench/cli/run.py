@@ -137,7 +137,14 @@ def run() -> None:
     \b
     Each step: users connect spread over --rampup, then the --duration window is
     measured; a live line prints every --interval; at the end, a table with user loads
-    across and TPS, response times and percentiles down.
+    across and TPS, response times and percentiles down, and the host's CPU.
+
+    \b
+      tpsbench run tpcc --users 1,20,50 --duration 5m --storage "RAID10 8x SSHD"
+      tpsbench run tpcc --think spec --delivery deferred   # TPC-C's queued Delivery
+      tpsbench run sysbench --mode oltp_read_only --users 8,16
+      tpsbench run tpcc --force     # even while another run is active on the database
+      TPSBENCH_WORKLOADS=~/my-workloads tpsbench run kvtoy   # a workload of your own
     """
 
 
