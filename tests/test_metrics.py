@@ -48,6 +48,7 @@ def test_retries_errors_reconnects_and_samples() -> None:
     rec.add("payment", "retries", 3)
     rec.add("payment", "reconnects")
     rec.add("delivery", "reconnects", 2)
+    rec.add("delivery", "in_doubt", 2)
     # the engine counts an error with add() and keeps its message with error(): counted once
     rec.add("payment", "errors")
     rec.error("payment", "deadlock detected\nDETAIL: process 1 waits")
@@ -60,6 +61,10 @@ def test_retries_errors_reconnects_and_samples() -> None:
     assert report.txns["payment"].errors == 2
     assert report.txns["stock_level"].errors == 1
     assert report.reconnects == 3
+    assert report.txns["delivery"].in_doubt == 2 and report.total("in_doubt") == 2
+    merged = rec.take(1, 1, 1.0, 2.0)
+    merged.merge(report)
+    assert merged.total("in_doubt") == 2 and SteadySummary.from_reports([report], users=1).total("in_doubt") == 2
     assert report.errors == [("payment", "deadlock detected"), ("stock_level", "(no message)")]
     assert report.error_counts[("payment", "deadlock detected")] == 2
 

@@ -45,14 +45,17 @@ def triage(target: Target, rec: IntervalRecorder, name: str, exc: BaseException,
     """Sort a failed attempt of ``name``, count it, and say what comes next.
 
     "retry": retryable (deadlock, serialization) with attempts left; "reconnect": the
-    connection is lost; "error": anything else, or retries used up (the message is kept).
-    Shared by both ways of running users, so that they count failures alike.
+    connection is lost, and with it the outcome, so the transaction is counted in doubt
+    (its commit may have happened before the loss); "error": anything else, or retries
+    used up (the message is kept). Shared by both ways of running users, so that they
+    count failures alike.
     """
     if target.is_retryable(exc) and retries < MAX_RETRIES:
         rec.add(name, "retries")
         return "retry"
     if target.is_disconnect(exc):
         rec.add(name, "reconnects")
+        rec.add(name, "in_doubt")
         return "reconnect"
     rec.add(name, "errors")
     text = first_line(exc)

@@ -22,7 +22,7 @@ from tpsbench.measure.reports import IntervalReport, MAX_ERROR_SAMPLES, TxnRepor
 BATCH = 4096
 #: longest error message kept
 MAX_MESSAGE = 500
-KINDS = ("retries", "errors", "reconnects")
+KINDS = ("retries", "errors", "reconnects", "in_doubt")
 
 
 class IntervalRecorder:
@@ -61,6 +61,7 @@ class IntervalRecorder:
         self._retries = dict.fromkeys(names, 0)
         self._errors = dict.fromkeys(names, 0)
         self._error_calls = dict.fromkeys(names, 0)
+        self._in_doubt = dict.fromkeys(names, 0)
         self._reconnects = 0
         self._samples: dict[tuple[str, str], int] = {}
         self._timings: dict[str, list[float]] = {name: [] for name in self.timing_names}
@@ -102,7 +103,8 @@ class IntervalRecorder:
                 self._rollbacks[name] += n
 
     def add(self, name: str, kind: str, n: int = 1) -> None:
-        """Count ``n`` retries, errors or reconnects of transaction ``name``."""
+        """Count ``n`` retries, errors, reconnects or in-doubt outcomes of transaction ``name``
+        (in doubt: its connection was lost before the outcome came back, see reports)."""
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
         if name not in self._bufs:
@@ -112,6 +114,8 @@ class IntervalRecorder:
                 self._reconnects += n
             elif kind == "retries":
                 self._retries[name] += n
+            elif kind == "in_doubt":
+                self._in_doubt[name] += n
             else:
                 self._errors[name] += n
 
@@ -148,13 +152,14 @@ class IntervalRecorder:
             for name, committed, buf in self._old + self._retired:
                 self._drain(name, committed, buf)
             self._old, self._retired = self._retired, []
-            hists, rollbacks, retries = self._hists, self._rollbacks, self._retries
+            hists, rollbacks, retries, in_doubt = self._hists, self._rollbacks, self._retries, self._in_doubt
             errors = {n: max(self._errors[n], self._error_calls[n]) for n in self.names}
             reconnects, samples, timings = self._reconnects, self._samples, self._timings
             self._start()
         txns = {
             name: TxnReport(commits=hist.count() - rollbacks[name], rollbacks=rollbacks[name],
-                            retries=retries[name], errors=errors[name], histogram=hist.encode(),
+                            retries=retries[name], errors=errors[name], in_doubt=in_doubt[name],
+                            histogram=hist.encode(),
                             clipped=hist.clipped)
             for name, hist in hists.items()
         }

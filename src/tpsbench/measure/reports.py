@@ -12,6 +12,10 @@ Counting choices, stated once here:
 * Latency histograms hold every completed attempt chain, committed or rolled back as
   expected (the user waited for both), measured by the engine around ``execute()``
   including its retries; failed transactions are counted as errors, not timed.
+* A transaction whose connection was lost before its outcome came back (the server
+  restarted, its backend was killed) is *in doubt*: neither a commit nor an error but
+  counted apart, because its commit may have happened. The honesty check lets the database's change
+  fall anywhere between the commits alone and the commits plus those in doubt.
 * Timings are spans that are not transactions (a deferred Delivery's time in its queue):
   histograms of their own, never counted in TPS.
 """
@@ -36,6 +40,8 @@ class TxnReport:
     rollbacks: int = 0
     retries: int = 0
     errors: int = 0
+    #: lost with the connection before the outcome came back: maybe committed (see above)
+    in_doubt: int = 0
     #: LatencyHistogram.encode() of the committed and rolled-back latencies
     histogram: bytes = b""
     #: latencies that were out of the histogram's range and clamped into it
@@ -53,6 +59,7 @@ class TxnReport:
         self.rollbacks += other.rollbacks
         self.retries += other.retries
         self.errors += other.errors
+        self.in_doubt += other.in_doubt
         if theirs and not mine:  # skip decoding when one side is empty
             self.histogram, self.clipped = other.histogram, other.clipped
         elif theirs:
@@ -114,7 +121,7 @@ class IntervalReport:
         return max(self.t_end - self.t_start, 0.0)
 
     def total(self, kind: str) -> int:
-        """commits, rollbacks, retries or errors summed over transactions."""
+        """commits, rollbacks, retries, errors or in_doubt summed over transactions."""
         return sum(getattr(t, kind) for t in self.txns.values())
 
     @property

@@ -46,6 +46,8 @@ class TxnSummary:
     rollbacks: int = 0
     retries: int = 0
     errors: int = 0
+    #: lost with the connection before the outcome came back (tpsbench.measure.reports)
+    in_doubt: int = 0
     clipped: int = 0
     #: commits per minute
     tpm: float = 0.0
@@ -103,7 +105,7 @@ class SteadySummary:
                 timings.setdefault(name, LatencyHistogram()).merge(LatencyHistogram.decode(data))
             for name, tr in report.txns.items():
                 t = txns.setdefault(name, TxnSummary(name=name))
-                for kind in ("commits", "rollbacks", "retries", "errors"):
+                for kind in ("commits", "rollbacks", "retries", "errors", "in_doubt"):
                     setattr(t, kind, getattr(t, kind) + getattr(tr, kind))
                 hists.setdefault(name, LatencyHistogram()).merge(tr.decoded())
         seconds = sum(max(end - start, 0.0) for start, end in spans.values())
@@ -122,7 +124,7 @@ class SteadySummary:
                    timings={name: LatencyStats.of(hist) for name, hist in timings.items()})
 
     def total(self, kind: str) -> int:
-        """commits, rollbacks, retries, errors or clipped summed over transactions."""
+        """commits, rollbacks, retries, errors, in_doubt or clipped summed over transactions."""
         return sum(getattr(t, kind) for t in self.txns.values())
 
     @property

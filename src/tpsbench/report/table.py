@@ -21,12 +21,15 @@ import io
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from rich.console import Console
 from rich.table import Table
 
+from tpsbench.measure.honesty import honesty_text
 from tpsbench.measure.host_cpu import FIGURES as CPU_FIGURES
 from tpsbench.measure.host_cpu import HostCpu
+from tpsbench.measure.reachability import Reachability
 from tpsbench.measure.summary import SteadySummary, TxnSummary
 from tpsbench.results.records import RunData
 from tpsbench.results.schema import PROBLEM
@@ -96,6 +99,13 @@ COUNT_ROWS: list[tuple[str, Callable[[SteadySummary], float]]] = [
     ("Errors", lambda s: s.total("errors")),
     ("Reconnects", lambda s: s.reconnects),
 ]
+#: transactions lost with their connection (tpsbench.measure.honesty): a row where a run had some
+IN_DOUBT_ROW: tuple[str, Callable[[SteadySummary], float]] = ("In doubt", lambda s: s.total("in_doubt"))
+#: (row label, observer, figure, formatter) of the observer rows, shown where a run has them
+OBSERVER_ROWS: list[tuple[str, str, str, Callable[[float], str]]] = [
+    *((f"Host CPU {figure} (%)", HostCpu.name, figure, _one) for figure in CPU_FIGURES),
+    ("Outage (s)", Reachability.name, "down_s", _one),
+]
 
 
 @dataclass
@@ -137,14 +147,16 @@ def _timing_rows(summaries: Sequence[SteadySummary]) -> list[tuple[str, Callable
         (f"{name} p90 (ms)", lambda s, n=name: s.timings[n].p90 if n in s.timings else 0.0, _ms))]
 
 
-def _cpu_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list[str]]]:
-    """Host CPU over each step's steady window, where the run has readings of it."""
-    readings = {label: data.readings(step).get(HostCpu.name, {}) for label, step in steps.items()}
-    if not any(readings.values()):
-        return []
-    return [(f"Host CPU {figure} (%)", [_one(readings[label][figure]) if figure in readings[label] else ""
-                                         for label in steps])
-            for figure in CPU_FIGURES]
+def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list[str]]]:
+    """What the step observers read over each step's steady window: host CPU where the run
+    has readings of it, outages where any step had one (a clean run's table stays short)."""
+    readings = {label: data.readings(step) for label, step in steps.items()}
+    rows = []
+    for name, observer, figure, fmt in OBSERVER_ROWS:
+        values = {label: r[observer][figure] for label, r in readings.items() if figure in r.get(observer, {})}
+        if any(values.values()) or (values and observer == HostCpu.name):
+            rows.append((name, [fmt(values[label]) if label in values else "" for label in steps]))
+    return rows
 
 
 def _labels(runs: Sequence[RunData]) -> list[str]:
@@ -182,11 +194,13 @@ def build_table(runs: Sequence[RunData]) -> ReportTable:
                      for kind in QPS_KINDS]
         rows += _timing_rows([s for s in by_label.values() if s is not None])
         rows += [(name, get, _int) for name, get in COUNT_ROWS]
+        if any(s is not None and s.total("in_doubt") for s in by_label.values()):
+            rows.append((IN_DOUBT_ROW[0], IN_DOUBT_ROW[1], _int))
         cells = [[fmt(get(by_label[c])) if by_label.get(c) is not None else "" for c in columns]
                  for _, get, fmt in rows]
         names = [r[0] for r in rows]
         steps = {column: step for column, _, step in cols}
-        for name, row_cells in _cpu_rows(data, steps):
+        for name, row_cells in _observer_rows(data, steps):
             names.append(name)
             cells.append([row_cells[list(steps).index(c)] if c in steps else "" for c in columns])
         blocks.append(Block(label=label, run_id=data.run.id, rows=names, cells=cells))
@@ -231,11 +245,34 @@ def to_rich(table: ReportTable, title: str | None = None) -> Table:
     return out
 
 
+def outage_lines(data: RunData) -> list[str]:
+    """When the database could not be reached in each step (ramp-up included) and for how
+    long: from the outage observer's interval readings."""
+    steps: dict[int, dict[str, list[float]]] = {}
+    for o in data.observations:
+        if o.observer == Reachability.name and o.interval is not None:
+            steps.setdefault(o.step, {}).setdefault(o.name, []).append(o.value)
+    lines = []
+    for step, figures in sorted(steps.items()):
+        down, began = sum(figures.get("down_s", [])), figures.get("first_at", [])
+        if down or began:
+            when = f" from {datetime.fromtimestamp(min(began)):%H:%M:%S}" if began else ""
+            count = int(sum(figures.get("outages", [])))
+            lines.append(f"run {data.run.id} step {step}: the database was unreachable for {down:.1f} s{when} "
+                         f"({count} outage{'s' if count != 1 else ''})")
+    return lines
+
+
 def error_lines(runs: Sequence[RunData], most: int = 5) -> list[str]:
-    """Under the table: each step's problems (the load ran short of its plan) and its
-    ``most`` commonest error messages, which a count in the table does not explain."""
+    """Under the table: each step's problems (the load ran short of its plan), its outages,
+    its ``most`` commonest error messages, which a count in the table does not explain, and
+    the honesty check where it was not a plain match (doubt, a mismatch, skipped)."""
     lines = []
     for data in runs:
+        lines += outage_lines(data)
+        honesty = data.run.honesty
+        if honesty is not None and (not honesty.get("match") or honesty.get("in_doubt")):
+            lines.append(f"run {data.run.id} honesty check {honesty_text(honesty)}")
         steps = sorted({e.step for e in data.errors})
         for step in steps:
             here = [e for e in data.errors if e.step == step]
