@@ -49,8 +49,8 @@ CASES: list[tuple[str, ...]] = [
     # build options and seeds
     ("build", "tpcc", "--scale", "1", "--seed", "-1", "--drop-existing"),
     ("build", "tpcc", "--scale", "1", "--seed", "99999999999999999999999", "--drop-existing"),
-    ("build", "tpcc", "--scale", "1", "--seed", "x"), ("build", "tpcc", "--scale", "1", "--workers", "0"),
-    ("build", "tpcc", "--scale", "1", "--workers", "-3"), ("build", "tpcc", "--scale", "1", "-o", "nosuch=1"),
+    ("build", "tpcc", "--scale", "1", "--seed", "x"), ("build", "tpcc", "--scale", "1", "--loaders", "0"),
+    ("build", "tpcc", "--scale", "1", "--loaders", "-3"), ("build", "tpcc", "--scale", "1", "-o", "nosuch=1"),
     ("build", "tpcc", "--scale", "1", "-o", "novalue"), ("build", "tpcc", "--scale", "1", "-o", "=1"),
     # users, durations, intervals
     (*RUN[:2], "--users", "0"), (*RUN[:2], "--users", "-1"), (*RUN[:2], "--users", "1,0"),
@@ -63,8 +63,8 @@ CASES: list[tuple[str, ...]] = [
     (*RUN[:2], "--users", "1", "--duration", "1s", "--rampup", "-1s"),
     (*RUN[:2], "--users", "1", "--duration", "1s", "--interval", "0s"),
     (*RUN[:2], "--users", "1", "--duration", "1s", "--interval", "5 parsecs"),
-    (*RUN, "--seed", "-5"), (*RUN, "--seed", "99999999999999999999999"), (*RUN, "--workers", "0"),
-    (*RUN, "--build-if-missing", "0"), (*RUN, "--build-if-missing", "huge"),
+    (*RUN, "--seed", "-5"), (*RUN, "--seed", "99999999999999999999999"), (*RUN, "--processes", "0"),
+    (*RUN, "--build-if-missing", "--scale", "0"), (*RUN, "--build-if-missing", "--scale", "huge"),
     # text that cannot be stored
     (*RUN, "--storage", "bad\udcff"), (*RUN, "--notes", "bad\udcc3"), (*RUN, "--storage", "x" * 201),
     # TPC-C options

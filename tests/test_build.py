@@ -127,7 +127,7 @@ def test_drop_removes_only_tpsbench_tables(sqlite_url: str) -> None:
 
 def test_interrupted_build_is_reported_and_recovered(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TPSBENCH_DB"}
-    cmd = [sys.executable, "-m", "tpsbench", "build", "tpcc", "--scale", "3", "--workers", "1"]
+    cmd = [sys.executable, "-m", "tpsbench", "build", "tpcc", "--scale", "3", "--loaders", "1"]
     # SIGINT as a terminal delivers it: a suite started in the background (`cmd &` in a
     # script) hands its children SIGINT ignored, and Python then never raises on it
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -43,8 +43,8 @@ def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) ->
         (["check", "tpcc"], "no tpcc database"),
         (["size", "tpcc", "--scale", "0"], "got 0"),
         (["build", "tpcc"], "--scale"),
-        (["run", "tpcc", "--workers", "0"], "0 is not in the range x>=1"),
-        (["run", "sysbench", "--workers", "-2"], "-2 is not in the range x>=1"),
+        (["run", "tpcc", "--processes", "0"], "0 is not in the range x>=1"),
+        (["run", "sysbench", "--processes", "-2"], "-2 is not in the range x>=1"),
     ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
@@ -57,7 +57,7 @@ def test_wrong_password_is_one_line(tmp_path: Path, mysql_url: str) -> None:
 
 
 def test_existing_tables_are_refused_and_kept(tmp_path: Path) -> None:
-    first = tpsbench("build", "tpcc", "--scale", "1", "--workers", "1", cwd=tmp_path)
+    first = tpsbench("build", "tpcc", "--scale", "1", "--loaders", "1", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     db = tmp_path / "tpsbench.db"
     size_before = db.stat().st_size

@@ -100,7 +100,7 @@ def test_without_observers_nothing_is_sampled() -> None:
 def test_tpsbench_report_shows_host_cpu_per_step(tmp_path: Path) -> None:
     env = dict(os.environ, TPSBENCH_DB=f"sqlite:///{tmp_path / 'tpcc.db'}",
                TPSBENCH_RESULTS=f"sqlite:///{tmp_path / 'results.db'}")
-    run = [sys.executable, "-m", "tpsbench", "run", "tpcc", "--build-if-missing", "1", "--users", "1,2",
+    run = [sys.executable, "-m", "tpsbench", "run", "tpcc", "--build-if-missing", "--scale", "1", "--users", "1,2",
            "--rampup", "0.5s", "--duration", "1s", "--interval", "0.5s"]
     assert subprocess.run(run, env=env, capture_output=True, text=True, timeout=300).returncode == 0
     report = subprocess.run([sys.executable, "-m", "tpsbench", "report", "--format", "markdown"], env=env,

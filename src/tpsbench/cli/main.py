@@ -13,19 +13,18 @@ import click
 from rich.table import Table
 
 from tpsbench import __version__
+from tpsbench.cli import build as cli_build
 from tpsbench.cli import run as cli_run
+from tpsbench.cli.options import db_option
 from tpsbench.core.errors import CheckFailed, Terminated, TpsbenchError
-from tpsbench.core.parse import parse_options, parse_scale
 from tpsbench.core.redact import scrub_text
-from tpsbench.core.workload import Workload
 from tpsbench.report.progress import make_console
-from tpsbench.targets import DEFAULT_URL, ENV_VAR
 from tpsbench.workloads import get_workload
 
-DB_HELP = f"SQLAlchemy URL of the database, e.g. postgresql://postgres@127.0.0.1/tpcc [env {ENV_VAR}; default {DEFAULT_URL}]"
-
-db_option = click.option("--db", "url", envvar=ENV_VAR, default=None, metavar="URL", help=DB_HELP)
 workload_argument = click.argument("workload", metavar="WORKLOAD")
+#: what click (8.2 and later) raises for a bare group (``tpsbench``, ``tpsbench run``):
+#: its message is the group's help, to be shown as help and not as an error line
+BARE_GROUP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -36,63 +35,8 @@ def cli() -> None:
     \b
     A typical session on PostgreSQL:
       tpsbench build tpcc --scale 10 --db postgresql://postgres@127.0.0.1/tpcc
+      tpsbench run tpcc --users 1,20,50 --duration 5m --db postgresql://postgres@127.0.0.1/tpcc
       tpsbench check tpcc --db postgresql://postgres@127.0.0.1/tpcc
-    """
-
-
-BUILD_HELP = """Create and load the {name} database at a scale factor ({unit}).
-
-Tables and primary keys first, then the data through the database's bulk path
-(COPY, LOAD DATA, executemany) from parallel processes, then secondary indexes and
-statistics. Existing tables are never touched without --drop-existing.
-"""
-
-
-def _make_build_command(cls: type[Workload]) -> click.Command:
-    """``build <workload>``: the common options, ``--scale`` also under the workload's own
-    word for it (``--warehouses``, ``--tables``), and the workload's build options as flags
-    (sysbench's ``--table-size``), so that a sysbench user types what sysbench takes."""
-    name, unit = cls.name, cls.scale_unit
-
-    def command(scale: str, url: str | None, workers: int | None, seed: int, drop_existing: bool,
-                options: tuple[str, ...], **flags: str | None) -> None:
-        from tpsbench.commands.build import build as run_build
-
-        chosen = parse_options(options)
-        chosen.update({key: value for key, value in flags.items() if value is not None})
-        result = run_build(name, parse_scale(scale, cls.scale_factors().get("presets")), url, workers=workers, seed=seed,
-                           drop_existing=drop_existing, options=chosen)
-        total = sum(result.rows.values())
-        click.echo(f"built {result.workload} scale {result.scale} (seed {result.seed}): {total:,} rows "
-                   f"in {result.seconds:.1f} s with {result.workers} worker(s)")
-
-    for option in reversed(cls.build_options):
-        command = cli_run.workload_option(option, unset=True)(command)
-    decorators = [
-        click.option("--scale", f"--{unit}", "scale", required=True, metavar="N|PRESET",
-                     help=f"Size: {unit}, or a preset name (tpsbench presets {name})."),
-        db_option,
-        click.option("--workers", type=int, default=None, metavar="K",
-                     help="Loader processes (default: one per core). The data does not depend on it."),
-        click.option("--seed", type=int, default=0, show_default=True,
-                     help="Random seed: the same seed builds the same data."),
-        click.option("--drop-existing", is_flag=True, help="Replace the workload's tables if they exist."),
-        click.option("-o", "--option", "options", multiple=True, metavar="NAME=VALUE",
-                     help="A build option as NAME=VALUE, repeatable (the flags below say the same)."),
-    ]
-    for decorator in reversed(decorators):
-        command = decorator(command)
-    return click.command(name=name, help=BUILD_HELP.format(name=name, unit=unit),
-                         short_help=f"Build {name} at a scale in {unit}.")(command)
-
-
-@cli.group(cls=cli_run.WorkloadGroup, make_command=_make_build_command)
-def build() -> None:
-    """Create and load WORKLOAD's database at a scale factor (tpsbench build WORKLOAD --help).
-
-    \b
-      tpsbench build tpcc --warehouses 10 --db postgresql://postgres@127.0.0.1/tpcc
-      tpsbench build sysbench --tables 10 --table-size 100000
     """
 
 
@@ -134,35 +78,18 @@ def check(workload: str, url: str | None) -> None:
 
 @cli.command()
 @workload_argument
-@click.option("--scale", required=True, metavar="N|PRESET", help="Warehouses (tpcc) or a preset name.")
-@db_option
-def size(workload: str, scale: str, url: str | None) -> None:
-    """Estimate the on-disk size of WORKLOAD built at --scale on the database at --db.
-
-    Uses per-scale sizes measured on each engine (the workload's scale_factors.toml).
-    """
-    from tpsbench.commands.build import estimate_size
-
-    presets = type(get_workload(workload)).scale_factors().get("presets")
-    estimate = estimate_size(workload, parse_scale(scale, presets), url)
-    click.echo(f"{workload} scale {estimate.scale} on {estimate.dialect}: about {_human(estimate.megabytes)} "
-               f"({estimate.basis})")
-
-
-@cli.command()
-@workload_argument
 def presets(workload: str) -> None:
-    """List WORKLOAD's named scale presets."""
-    for name, entry in type(get_workload(workload)).scale_factors().get("presets", {}).items():
+    """List WORKLOAD's named scales, which --scale takes as well as a number."""
+    cls = type(get_workload(workload))
+    named = cls.scale_factors().get("presets", {})
+    for name, entry in named.items():
         click.echo(f"{name:10} {entry['scale']:>6}  {entry.get('note', '')}")
+    if not named:
+        click.echo(f"{workload} has no named scales: --scale takes a number of {cls.scale_unit}")
 
 
-for _command in (cli_run.run, cli_run.report, cli_run.compare, cli_run.runs):
+for _command in (cli_build.build, cli_build.size, cli_run.run, cli_run.report, cli_run.compare, cli_run.runs):
     cli.add_command(_command)
-
-
-def _human(megabytes: float) -> str:
-    return f"{megabytes / 1024:,.1f} GB" if megabytes >= 1024 else f"{megabytes:,.0f} MB"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -171,6 +98,9 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=argv, prog_name="tpsbench", standalone_mode=False)
     except TpsbenchError as exc:
         click.echo(f"tpsbench: error: {scrub_text(str(exc))}", err=True)  # the last guard: no password shown
+        sys.exit(exc.exit_code)
+    except BARE_GROUP as exc:
+        exc.show()
         sys.exit(exc.exit_code)
     except click.exceptions.Abort as exc:  # click's wrapping of a KeyboardInterrupt
         terminated = isinstance(exc.__cause__ or exc.__context__, Terminated)

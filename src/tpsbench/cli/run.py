@@ -8,69 +8,82 @@ the options the workload declares.
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
 from typing import Any
 
 import click
 
-from tpsbench.core.parse import parse_duration, parse_scale, parse_users
-from tpsbench.core.workload import Option, Workload
+from tpsbench.cli.options import (Decorator, WorkloadGroup, db_option, duration_option, format_option, note_renamed,
+                                  renamed_option, results_option, scale_of, scale_option, stack, workload_option)
+from tpsbench.core.parse import parse_duration, parse_users
+from tpsbench.core.workload import Workload
 from tpsbench.report.progress import make_console
-from tpsbench.workloads import workload_classes
 
-RESULTS_HELP = "SQLAlchemy URL of the results store [env TPSBENCH_RESULTS; default sqlite:///tpsbench-results.db]"
-results_option = click.option("--results", "results_url", envvar="TPSBENCH_RESULTS", default=None, metavar="URL",
-                              help=RESULTS_HELP)
-FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "csv"]), default="rich",
-                             show_default=True, help="Table for the terminal, Markdown for a review, CSV for a sheet.")
+PROCESSES = click.IntRange(min=1)
 
 
-def common_run_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The options every workload's run takes: the user-load steps and their timing."""
-    decorators = [
-        click.option("--db", "url", envvar="TPSBENCH_DB", default=None, metavar="URL",
-                     help="SQLAlchemy URL of the database [env TPSBENCH_DB; default sqlite:///tpsbench.db]."),
-        click.option("--users", default="1,20,50,100,300", show_default=True, metavar="N,N,...",
-                     help="Virtual users of each step, run one step after the other."),
-        click.option("--rampup", default="30s", show_default=True,
-                     help="Per step: users connect spread over this time; not measured."),
-        click.option("--duration", default="2m", show_default=True,
-                     help="Per step: the steady-state window that alone is measured (s, m, h)."),
-        click.option("--interval", default="10s", show_default=True, help="Live line and stored interval length."),
+def common_run_options(cls: type[Workload]) -> Decorator:
+    """The options every workload's run takes: the user-load steps, their timing, the
+    driver's processes, and what to build first if the database has no build."""
+    return stack(
+        db_option,
+        click.option("--users", default="1,20,50,100,300", show_default=True, metavar="LIST",
+                     help="Virtual users of each step, a LIST like 1,20,50: the steps run one after the other."),
+        duration_option("rampup", "30s", "Per step: the users connect spread over this time, which is not measured."),
+        duration_option("duration", "2m", "Per step: the steady-state window, the only time measured."),
+        duration_option("interval", "10s", "How often the live line prints, and the length of a stored interval."),
         click.option("--storage", default="", metavar="LABEL",
-                     help="Name of the storage configuration under test, e.g. 'RAID10 8x SSHD'."),
-        click.option("--workers", type=click.IntRange(min=1), default=None, metavar="K",
-                     help="Driver processes hosting the users, every step spread over all of them. Default: at"
-                          " most one per core, and for TPC-C with stored procedures one per 100 users of a step"
-                          " (fuller workers take less CPU from a database on the same cores)."),
+                     help="Name of the storage configuration under test, e.g. 'RAID10 8x SSHD' (compare takes it)."),
+        click.option("--processes", type=PROCESSES, default=None, metavar="N",
+                     help="Driver processes hosting the virtual users, every step spread over all of them. Default:"
+                          " at most one per core, and for TPC-C with stored procedures one per 100 users of a step"
+                          " (fuller processes take less CPU from a database on the same cores)."),
+        renamed_option("--workers", "--processes", "processes", type=PROCESSES),
         click.option("--multiplex/--no-multiplex", default=True, show_default=True,
-                     help="Let one thread per worker wait on the sockets of all its users whose transactions go"
+                     help="Let one thread per process wait on the sockets of all its users whose transactions go"
                           " statement by statement through libpq or mysqlclient (TPC-C with stored procedures,"
                           " every sysbench mode): less client CPU per transaction than a thread per user."
                           " --no-multiplex gives every user a thread of its own."),
-        click.option("--seed", type=int, default=None, help="Random seed (default: drawn, and stored with the run)."),
+        click.option("--seed", type=int, default=None, metavar="SEED",
+                     help="Random seed, 0 to 2^63-1 (default: drawn, and stored with the run)."),
         click.option("--force", is_flag=True,
                      help="Run even while another run is active on the same database (both honesty checks then"
                           " fail: each counts the other's commits)."),
-        click.option("--notes", default="", help="Free text stored with the run."),
-        click.option("--build-if-missing", "build_scale", default=None, metavar="SCALE",
-                     help="Build the workload at SCALE first when the database has no build of it."),
+        click.option("--notes", default="", metavar="NOTE", help="Free text stored with the run."),
+        click.option("--build-if-missing", is_flag=True,
+                     help="Build the workload at --scale first when the database has no build of it."),
+        scale_option(cls, "What --build-if-missing builds", required=False, alias=False),
         results_option,
-    ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
+    )
 
 
-def workload_option(option: Option, unset: bool = False) -> Callable[..., Any]:
-    """``--NAME`` for a workload's declared option. ``unset``: the flag is None unless
-    given (build lets ``-o NAME=VALUE`` stand then), its help naming the default."""
-    kind = click.Choice(option.choices) if option.choices else str
-    if unset:
-        return click.option(f"--{option.name.replace('_', '-')}", option.name, type=kind, default=None,
-                            help=f"{option.help} [default: {option.default}]")
-    return click.option(f"--{option.name.replace('_', '-')}", option.name, type=kind, default=option.default,
-                        show_default=True, help=option.help)
+def build_scale(cls: type[Workload], wanted: bool, scale: str | None) -> int | None:
+    """The scale ``--build-if-missing --scale SCALE`` builds at (None: no build); either
+    of the two without the other is a slip, said in one line."""
+    if wanted and scale is None:
+        raise click.UsageError(f"--build-if-missing needs --scale SCALE: a number of {cls.scale_unit},"
+                               f" or a preset (tpsbench presets {cls.name})")
+    if scale is not None and not wanted:
+        raise click.UsageError("--scale is what --build-if-missing builds: give --build-if-missing too,"
+                               " or neither to run on the database as it is")
+    return None if scale is None else scale_of(cls, scale)
+
+
+class RunCommand(click.Command):
+    """``run WORKLOAD``, which still takes the old ``--build-if-missing SCALE`` (or
+    ``--build-if-missing=SCALE``) as ``--build-if-missing --scale SCALE``, saying so in
+    one line. A word after the flag cannot mean anything else: run takes no arguments."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        for i, arg in enumerate(args):
+            if arg == "--":
+                break
+            joined = arg.startswith("--build-if-missing=")
+            if joined or (arg == "--build-if-missing" and i + 1 < len(args) and not args[i + 1].startswith("-")):
+                note_renamed("--build-if-missing SCALE", "--build-if-missing --scale SCALE")
+                scale = arg.partition("=")[2] if joined else args[i + 1]
+                args = [*args[:i], "--build-if-missing", "--scale", scale, *args[i + (1 if joined else 2):]]
+                break
+        return super().parse_args(ctx, args)
 
 
 #: the honesty check's verdict as the last line says it (None: no step's counts came back)
@@ -89,11 +102,10 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
         config = RunConfig(
             workload=name, url=values["url"], users=parse_users(values["users"]),
             rampup_s=parse_duration(values["rampup"]), duration_s=parse_duration(values["duration"]),
-            interval_s=parse_duration(values["interval"]), storage=values["storage"], workers=values["workers"],
+            interval_s=parse_duration(values["interval"]), storage=values["storage"], workers=values["processes"],
             seed=values["seed"], options={o.name: str(values[o.name]) for o in options},
             results_url=values["results_url"], notes=values["notes"],
-            build_scale=None if values["build_scale"] is None else parse_scale(
-                values["build_scale"], cls.scale_factors().get("presets")),
+            build_scale=build_scale(cls, values["build_if_missing"], values["scale"]),
             multiplex=values["multiplex"], force=values["force"],
         )
         record = run(config, live=lambda line: click.echo(line, err=True))
@@ -107,27 +119,8 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
         if not record.honesty["match"] or record.status != "completed" or short:
             raise SystemExit(1)
 
-    for option in reversed(options):
-        command = workload_option(option)(command)
-    return click.command(name=name, help=doc)(common_run_options(command))
-
-
-class WorkloadGroup(click.Group):
-    """A command with one subcommand per discovered workload (``run``, ``build``), made
-    by ``make_command(workload class)`` so that each shows its workload's own options."""
-
-    def __init__(self, *args: Any, make_command: Callable[[type[Workload]], click.Command], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.make_command = make_command
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(workload_classes())
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        cls = workload_classes().get(name.lower())
-        if cls is None:
-            raise click.UsageError(f"unknown workload {name!r}; known: {', '.join(sorted(workload_classes()))}")
-        return self.make_command(cls)
+    decorate = stack(common_run_options(cls), *(workload_option(option) for option in options))
+    return click.command(name=name, help=doc, cls=RunCommand)(decorate(command))
 
 
 @click.group(cls=WorkloadGroup, make_command=_make_run_command)
@@ -140,9 +133,10 @@ def run() -> None:
     across and TPS, response times and percentiles down, and the host's CPU.
 
     \b
+      tpsbench run tpcc --build-if-missing --scale 1 --users 1,4,8 --duration 20s
       tpsbench run tpcc --users 1,20,50 --duration 5m --storage "RAID10 8x SSHD"
       tpsbench run tpcc --think spec --delivery deferred   # TPC-C's queued Delivery
-      tpsbench run sysbench --mode oltp_read_only --users 8,16
+      tpsbench run sysbench --mode oltp_read_only --users 8,16 --processes 2
       tpsbench run tpcc --force     # even while another run is active on the database
       TPSBENCH_WORKLOADS=~/my-workloads tpsbench run kvtoy   # a workload of your own
     """
@@ -151,7 +145,7 @@ def run() -> None:
 @click.command()
 @click.argument("run_ids", nargs=-1, type=int)
 @results_option
-@FORMAT_OPTION
+@format_option
 def report(run_ids: tuple[int, ...], results_url: str | None, fmt: str) -> None:
     """Show runs side by side (default: the latest), one block per run.
 
@@ -170,9 +164,9 @@ def report(run_ids: tuple[int, ...], results_url: str | None, fmt: str) -> None:
 
 @click.command()
 @click.argument("labels", nargs=-1)
-@click.option("--workload", default=None, help="Only runs of this workload.")
+@click.option("--workload", default=None, metavar="WORKLOAD", help="Only runs of this workload, e.g. tpcc.")
 @results_option
-@FORMAT_OPTION
+@format_option
 def compare(labels: tuple[str, ...], workload: str | None, results_url: str | None, fmt: str) -> None:
     """Compare storage configurations: the latest completed run of each LABEL side by side.
 
