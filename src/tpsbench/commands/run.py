@@ -31,7 +31,7 @@ from tpsbench.measure.observers import StepObserver
 from tpsbench.measure.reachability import Reachability
 from tpsbench.measure.reports import clock
 from tpsbench.results.schema import STORAGE_LABEL_MOST
-from tpsbench.results.store import ResultsStore
+from tpsbench.results.store import ResultsStore, StoreUnwritable
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
 
@@ -129,26 +129,46 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     users_by_step = {n: u for n, u in enumerate(config.users, start=1)}
     outcome = RunOutcome(RunStatus.INTERRUPTED, [])
     status = "failed"
+    kept: list[int] = []  # the steps the store holds in full
+    stopped: StoreUnwritable | None = None  # a write failed: the run stopped there
+
+    def store_step(result: StepOutcome) -> None:
+        _finish_step(store, run_id, result, live, secrets_of(target.url))
+        kept.append(result.step)
+
     try:
         outcome = run_plan(
             plan,
             on_interval=lambda report: store.add_interval(run_id, report, users_by_step[report.step]),
-            on_step=lambda result: _finish_step(store, run_id, result, live, secrets_of(target.url)),
+            on_step=store_step,
             live=live, observers=[HostCpu(), Reachability(target)] if observers is None else observers,
         )
         status = outcome.status.value
     except KeyboardInterrupt:  # a second Ctrl-C, or a signal while workers start: what finished is kept
         status = "interrupted"
         raise
+    except StoreUnwritable as exc:  # the workers are stopped; said below once the run is cleaned up
+        stopped = exc
     finally:
-        if status == "interrupted" and not outcome.steps:  # cut short before any step outcome came back
-            honesty: dict[str, Any] = {"match": None, "skipped": "interrupted before the steps' counts were in"}
+        if stopped is not None:  # no step outcome comes back from a run_plan that raised
+            honesty: dict[str, Any] = {"match": None, "skipped": "the results store could not be written"}
+        elif status == "interrupted" and not outcome.steps:  # cut short before any step outcome came back
+            honesty = {"match": None, "skipped": "interrupted before the steps' counts were in"}
         else:
             honesty = honesty_check(wl, before, _database_counts(wl, target),
                                     (result.total() for result in outcome.steps))
-        store.finish_run(run_id, status, honesty)
+        unended: StoreUnwritable | None = None
+        try:
+            store.finish_run(run_id, status, honesty)
+        except StoreUnwritable as exc:
+            unended = exc
         if mark:
             note_run_ended(target, wl.name, mark)
+        failure = stopped or unended
+        if failure is not None:  # also in place of a second Ctrl-C: what the store holds is the news
+            # steps run in order and the first failed write stops the run: it failed in the step after those kept
+            raise failure.run_ended(run_id, kept, during=len(kept) + 1 if stopped else None,
+                                    end_written=unended is None) from failure
     if honesty["match"] is False and live is not None:
         live(f"HONESTY CHECK {honesty_text(honesty)}")
     return RunRecord(run_id, status, outcome, honesty, store)

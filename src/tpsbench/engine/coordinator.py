@@ -17,7 +17,10 @@ and fuller workers measured cheaper).
 
 Robustness is part of the measurement's honesty: a Ctrl-C stops the workers and keeps the
 finished intervals; a worker that dies is noticed through the transport, recorded, and
-the step ends with what arrived (intervals it did not report are not steady).
+the step ends with what arrived (intervals it did not report are not steady). A callback
+that raises (the results store cannot be written) stops the run the way a Ctrl-C does,
+and its exception is raised once the workers are stopped: a run that cannot keep what it
+measures must not go on measuring.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypeVar
 
+from tpsbench.core import watchdog
 from tpsbench.core.errors import Terminated, TpsbenchError
 from tpsbench.core.parse import MAX_DURATION_S, MAX_USERS
 from tpsbench.core.session import RunContext
@@ -54,6 +59,8 @@ START_LEAD_S = 0.3
 STOP_WAIT_S = 2.5
 #: a worker must be up and its imports done within this
 READY_TIMEOUT_S = 60.0
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -172,7 +179,8 @@ def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None
     ones), with the ``observers``' readings over it; ``on_step`` each finished
     :class:`StepOutcome`. ``transport`` reaches the workers (default: local processes;
     the workload must be picklable). Ctrl-C ends the run within a few seconds with
-    status INTERRUPTED.
+    status INTERRUPTED; so does an exception from ``on_interval`` or ``on_step``, which
+    is then raised here once the workers are stopped.
     """
     transport = transport or LocalProcesses(plan.workers)
     coordinator = Coordinator(plan, transport, Observers(observers), on_interval, live)
@@ -187,10 +195,11 @@ def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None
                     break
                 result = coordinator.run_step(number, step)
                 results.append(result)
-                if on_step is not None:
-                    on_step(result)
+                coordinator.deliver(on_step, result)
         finally:
             transport.close(1.0 if coordinator.interrupted else STOP_WAIT_S)
+    if coordinator.failure is not None:
+        raise coordinator.failure
     return RunOutcome(RunStatus.INTERRUPTED if coordinator.interrupted else RunStatus.COMPLETED, results,
                       coordinator.signal)
 
@@ -212,9 +221,12 @@ class Coordinator:
                  on_interval: Callable[[IntervalReport], None] | None, live: Callable[[str], None] | None) -> None:
         self.plan, self.transport, self.observers = plan, transport, observers
         self.on_interval, self.live = on_interval, live
+        #: stop the run now: a Ctrl-C, a SIGTERM or a callback's failure came
         self.interrupted = False
         #: the signal that interrupted the run (SIGINT, SIGTERM), if one did
         self.signal: int | None = None
+        #: what a callback raised, if one did: run_plan raises it once the workers are stopped
+        self.failure: Exception | None = None
 
     # -- Ctrl-C -----------------------------------------------------------------------
     @contextlib.contextmanager
@@ -234,6 +246,18 @@ class Coordinator:
         if self.interrupted:  # a second one: stop waiting for anything
             raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
         self.interrupted, self.signal = True, signum
+        watchdog.handled()
+
+    def deliver(self, callback: Callable[[T], None] | None, value: T) -> None:
+        """Hand ``value`` to the caller's callback; one that raises stops the run as a
+        Ctrl-C does, and nothing more is handed on (the store that failed would only fail
+        again, or keep a run with holes in it)."""
+        if callback is None or self.failure is not None:
+            return
+        try:
+            callback(value)
+        except Exception as exc:  # noqa: BLE001 - any failure stops the run; run_plan raises it
+            self.interrupted, self.failure = True, exc
 
     # -- workers ----------------------------------------------------------------------
     def ensure_workers(self) -> None:
@@ -324,12 +348,14 @@ class Coordinator:
 
     def emit(self, number: int, step: LoadStep, start_at: float, planned: list[bool], report: IntervalReport) -> None:
         """Hand a merged interval on, with the observers' readings over it; the live line
-        skips the in-flight tail (a fraction of a second)."""
+        skips the in-flight tail (a fraction of a second). Once a callback failed, what
+        arrives while the workers stop is neither kept nor said."""
+        if self.failure is not None:
+            return
         report.observations = self.observers.interval(report.interval)
         if self.live is not None and report.interval < len(planned):
             notes = () if report.steady else ("ramp-up",) if not planned[report.interval] else ("partial",)
             elapsed = report.t_end - start_at
             left = f"{clock(step.rampup_s + step.duration_s - elapsed)} left"
             self.live(live_line(report, step.users, elapsed, f"{number}/{len(self.plan.steps)}", (*notes, left)))
-        if self.on_interval is not None:
-            self.on_interval(report)
+        self.deliver(self.on_interval, report)

@@ -7,7 +7,13 @@ PostgreSQL or MySQL database for the rest, with the same code. Reports are queri
 
 Why one short transaction per write: a run may be stopped (Ctrl-C, a crashed server,
 a killed host) at any time; every interval that was finished must still be there and
-the run must say how it ended (``running`` means it never finished).
+the run must say how it ended (``running`` means it never finished). Short transactions
+also let two runs (and readers) share one store; run ids come from the database in the
+write that records the run, so two writers never get the same one.
+
+Why a failed write is :class:`StoreUnwritable` and no retry: a store whose disk is full
+or read-only keeps nothing more of a run, so the run stops at once and says so; a retry
+would hide the loss. What was written before stays readable: readers write nothing.
 
 Why the scrubbing: results get shared; database URLs and connection settings carry
 passwords. No password reaches the store: URLs lose theirs, ``password=...`` settings
@@ -20,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,6 +47,44 @@ DEFAULT_URL = "sqlite:///tpsbench-results.db"
 ENV_VAR = "TPSBENCH_RESULTS"
 #: SQLAlchemy drivers we install, for URLs that name none (SQLAlchemy's own defaults may be missing)
 DEFAULT_DRIVERS = {"postgresql": "psycopg", "postgres": "psycopg", "mysql": "pymysql", "mariadb": "pymysql"}
+#: how long a SQLite writer waits for another's lock. SQLite keeps its default rollback
+#: journal, not WAL: WAL would let readers and a writer overlap, but a WAL database
+#: cannot be read where its -shm file cannot be created (a read-only or full disk: the
+#: very case in which `tpsbench runs` must still show what was kept) nor on a network
+#: file system. With the rollback journal a writer waits for the other writer's short
+#: transaction and for readers' brief reads; 30 s is far more than those take even on a
+#: disk busy with a benchmark, and a lock held longer is a fault that stops the run.
+SQLITE_BUSY_TIMEOUT_S = 30.0
+#: the causes a failed write's line names, by words of SQLite's, PostgreSQL's and MySQL's
+#: messages; any other cause is the driver's own first line
+CAUSES = (("disk is full", "disk full"), ("no space left", "disk full"), ("readonly database", "read-only"),
+          ("read-only", "read-only"))
+
+
+class StoreUnwritable(TpsbenchError):
+    """A write to the results store failed (its disk is full or read-only, its server is
+    gone, a lock was held too long): the run stops, since nothing more of it would be kept.
+
+    ``cause`` is short ("disk full", "read-only" or the driver's line); :meth:`run_ended`
+    says the same failure as a run's last word, with what the store kept."""
+
+    exit_code = 1
+
+    def __init__(self, store: str, cause: str, what: str) -> None:
+        self.store, self.cause = store, cause
+        super().__init__(f"the results store {store} cannot be written ({cause}): {what}")
+
+    def run_ended(self, run_id: int, kept: Sequence[int], *, during: int | None,
+                  end_written: bool) -> StoreUnwritable:
+        """This failure as run ``run_id``'s end: the step it stopped in (``during``; None:
+        it failed writing the run's end), the steps the store holds in full (``kept``), and,
+        when the end could not be written, that the store still shows the run as running."""
+        said = [f"run {run_id} stopped during step {during}" if during is not None else f"run {run_id} ended",
+                f"steps {', '.join(map(str, kept))} were kept" if len(kept) > 1
+                else f"step {kept[0]} was kept" if kept else "no step was kept"]
+        if not end_written:
+            said.append("the store still shows the run as running")
+        return StoreUnwritable(self.store, self.cause, "; ".join(said))
 
 
 def _now() -> datetime:
@@ -69,18 +113,20 @@ class ResultsStore:
             if not driver and backend in DEFAULT_DRIVERS:
                 parsed = parsed.set(drivername=f"{backend}+{DEFAULT_DRIVERS[backend]}")
             empty = TpsbenchError(f"results store {self.url} has no runs yet: run one with `tpsbench run tpcc`")
-            if not create and backend == "sqlite" and not os.path.exists(parsed.database or ""):
+            self._sqlite = backend == "sqlite"
+            if not create and self._sqlite and not os.path.exists(parsed.database or ""):
                 raise empty
-            self.engine = sa.create_engine(parsed, poolclass=sa.NullPool)
+            connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S} if self._sqlite else {}
+            self.engine = sa.create_engine(parsed, poolclass=sa.NullPool, connect_args=connect_args)
             version = self._version()
             if not create and version == 0:
                 raise empty
             if version > SCHEMA_VERSION:
                 raise TpsbenchError(f"results store {self.url} was written by a newer tpsbench (layout {version}; "
                                     f"this one knows up to {SCHEMA_VERSION}): upgrade tpsbench to read it")
-            metadata.create_all(self.engine, checkfirst=True)
-            if version < SCHEMA_VERSION:
-                with self.engine.begin() as conn:
+            if version < SCHEMA_VERSION:  # new or older; one of this layout opens without a write
+                with self._transaction("creating its tables") as conn:
+                    metadata.create_all(conn, checkfirst=True)  # in the write: a second writer waits, then sees them
                     conn.execute(store_info_table.delete().where(store_info_table.c.name == "schema_version"))
                     conn.execute(store_info_table.insert().values(name="schema_version", value=str(SCHEMA_VERSION)))
         except TpsbenchError:
@@ -107,13 +153,21 @@ class ResultsStore:
 
     @contextlib.contextmanager
     def _transaction(self, doing: str) -> Iterator[sa.Connection]:
-        """One short transaction; any database failure becomes a one-line TpsbenchError."""
+        """One short write transaction; any database failure becomes :class:`StoreUnwritable`.
+
+        On SQLite it takes the write lock first (BEGIN IMMEDIATE), waiting for another
+        writer's: a transaction that read first and then found the lock taken would fail
+        at once, busy timeout or not (SQLite's deadlock rule), and a check-then-write
+        (the tables of a new store, a step's row) is atomic only under the lock."""
         try:
             with self.engine.begin() as conn:
+                if self._sqlite:
+                    conn.exec_driver_sql("BEGIN IMMEDIATE")
                 yield conn
         except sa.exc.SQLAlchemyError as exc:
             reason = first_line(getattr(exc, "orig", None) or exc)
-            raise TpsbenchError(f"results store {self.url}: {doing} failed: {self._clean(reason)}") from exc
+            cause = next((said for words, said in CAUSES if words in reason.lower()), self._clean(reason))
+            raise StoreUnwritable(self.url, cause, f"{doing} failed") from exc
 
     def _write(self, doing: str, *statements: Any) -> list[Any]:
         with self._transaction(doing) as conn:
