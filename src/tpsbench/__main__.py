@@ -3,22 +3,27 @@
 import signal
 import sys
 
-from tpsbench.core.errors import Terminated, raise_terminated
+
+def _quit(signum: int, frame: object) -> None:
+    """Until the CLI has loaded: end at once with one line (nothing has been done yet)."""
+    terminated = signum == signal.SIGTERM
+    sys.stderr.write("tpsbench: terminated\n" if terminated else "tpsbench: interrupted\n")
+    raise SystemExit(143 if terminated else 130)
 
 
 def entry() -> None:
     """Load the CLI, then run it. Ctrl-C (or SIGTERM) while its libraries load (the first
     second or so) ends like an interruption anywhere else: one line and exit code 130
-    (143), no traceback."""
+    (143), no traceback; and so does one while a database call does not return (watchdog)."""
+    interrupt = signal.signal(signal.SIGINT, _quit)
+    signal.signal(signal.SIGTERM, _quit)
+    from tpsbench.cli.main import main
+    from tpsbench.core import watchdog
+    from tpsbench.core.errors import raise_terminated
+
+    watchdog.start()
+    signal.signal(signal.SIGINT, interrupt)
     signal.signal(signal.SIGTERM, raise_terminated)
-    try:
-        from tpsbench.cli.main import main
-    except Terminated:
-        sys.stderr.write("tpsbench: terminated\n")
-        sys.exit(143)
-    except KeyboardInterrupt:
-        sys.stderr.write("tpsbench: interrupted\n")
-        sys.exit(130)
     main()
 
 

@@ -96,7 +96,7 @@ def build(
     tables_ddl, index_ddl = split_ddl(schema.read_text())
     execute_ddl(target, wl.expand_ddl(tables_ddl, scale), "creating tables")
 
-    title = f"build {wl.name} {wl.describe_scale(scale)} on {target.describe()} with {workers} worker(s)"
+    title = f"build {wl.name} {wl.describe_scale(scale)} on {target.describe()} with {workers} loader(s)"
     with LoadProgress(title, wl.expected_rows(scale, seed), enabled=show_progress) as progress:
         rows = load(target, wl, wl.tasks(scale), params, workers, progress.add)
     execute_ddl(target, wl.expand_ddl(index_ddl, scale), "building indexes")
@@ -151,7 +151,7 @@ def _refuse_too_big(target: Target, wl: Workload, scale: int) -> None:
 def _worker_count(requested: int | None, target: Target) -> int:
     count = requested if requested is not None else (os.cpu_count() or 1)
     if count < 1:
-        raise TpsbenchError(f"--workers must be >= 1, got {count}")
+        raise TpsbenchError(f"--loaders must be >= 1, got {count}")
     if target.max_load_workers is not None:
         count = min(count, target.max_load_workers)
     return count
