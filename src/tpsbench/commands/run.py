@@ -111,7 +111,9 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         raise TpsbenchError(f"another run is active on the {wl.name} database at {target.describe()} (host, pid, "
                             f"since: {other}): two runs at once fail each other's honesty check; wait for it, or "
                             "add --force")
-    plan = plan_run(ctx, wl, steps, workers=config.workers, target=target)
+    watch = [HostCpu(), Reachability(target)] if observers is None else list(observers)
+    plan = plan_run(ctx, wl, steps, workers=config.workers, target=target,
+                    beside=sum(o.connections for o in watch))
     prepared = wl.prepare_run(target, ctx.options)
     if prepared and live is not None:
         live(prepared)
@@ -141,7 +143,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             plan,
             on_interval=lambda report: store.add_interval(run_id, report, users_by_step[report.step]),
             on_step=store_step,
-            live=live, observers=[HostCpu(), Reachability(target)] if observers is None else observers,
+            live=live, observers=watch,
         )
         status = outcome.status.value
     except KeyboardInterrupt:  # a second Ctrl-C, or a signal while workers start: what finished is kept

@@ -131,14 +131,15 @@ class RunPlan:
 
 
 def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, workers: int | None = None,
-             target: Target | None = None) -> RunPlan:
+             target: Target | None = None, beside: int = 0) -> RunPlan:
     """Check a run before it starts and size its workers; a one-line error refuses it.
 
     Refused: no steps, a step that cannot be measured, a worker count below 1, or a
     largest step that needs more connections than the server has free. ``workers``
     fixes the number of workers, every step spread over all of them (never more than
     the largest step's users); by default a step of ``u`` users runs on ceil(u / n) of
-    them, at most one per core, n being the workload's ``users_per_worker``.
+    them, at most one per core, n being the workload's ``users_per_worker``. ``beside``:
+    connections the caller holds through the steps besides the users' (an observer's).
     """
     check_steps(steps)
     if workers is not None and workers < 1:
@@ -146,10 +147,11 @@ def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, 
     target = target or open_target(ctx.url)
     most = max(step.users for step in steps)
     limit = target.connection_limit()
-    if limit is not None and most > limit:
+    if limit is not None and most + beside > limit:
         hint = target.connection_limit_hint()
-        raise TpsbenchError(f"{most} users need {most} connections but {target.describe()} accepts {limit} more"
-                            f"{'; ' + hint if hint else ''}")
+        extra = f" (and {beside} for tpsbench's observers)" if beside else ""
+        raise TpsbenchError(f"{most} users need {most} connections{extra} but {target.describe()} accepts {limit} "
+                            f"more{'; ' + hint if hint else ''}")
     per_worker = 1 if workers else max(1, workload.users_per_worker(target, ctx.options))
     count = max(1, min(workers or os.cpu_count() or 1, -(-most // per_worker)))
     return RunPlan(ctx, workload, tuple(steps), count, per_worker)

@@ -35,6 +35,8 @@ class StepObserver(ABC):
 
     #: the observer's name in the results store ("host_cpu")
     name: ClassVar[str]
+    #: database connections it holds through a step, which the run's connection check counts
+    connections: ClassVar[int] = 0
 
     def step_started(self, step: int, users: int) -> None:
         """A step begins (called just before its first sample)."""

@@ -37,6 +37,7 @@ class Reachability(StepObserver):
     """Probes the database on a connection of its own through every step."""
 
     name = "outage"
+    connections = 1
 
     def __init__(self, target: Target, every_s: float = PROBE_EVERY_S) -> None:
         self.target = target
