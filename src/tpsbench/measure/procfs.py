@@ -4,11 +4,16 @@ Shared by the host CPU observer (tpsbench.measure.host_cpu) and the benchmarks u
 bench/ that split CPU between the driver and the database's processes. Every reader
 returns None (or nothing) for a process that is gone: processes come and go while a
 run is watched.
+
+Also the mount table and the block devices' I/O counters (tpsbench.measure.devices and
+tpsbench.measure.disk_io), read under a root prefix so that tests can point them at
+recorded trees (tests/fixtures/sysfs) instead of this machine's /proc.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -102,3 +107,56 @@ def memory(pids: list[int]) -> tuple[int, int]:
             elif line.startswith("Pss:"):
                 pss += int(line.split()[1]) * 1024
     return rss, pss
+
+
+def under(root: str, path: str) -> str:
+    """``path`` (absolute, as the kernel names it) inside the tree at ``root``."""
+    return os.path.join(root, path.lstrip("/"))
+
+
+class Mount(NamedTuple):
+    """One line of /proc/self/mountinfo."""
+
+    #: (major, minor) of the file system's st_dev; major 0 is an anonymous (non-block) device
+    device: tuple[int, int]
+    #: the folder it is mounted on, and the folder of the file system shown there (a bind mount's)
+    point: str
+    fs_root: str
+    fs_type: str
+    #: what was mounted: /dev/nvme0n1p2, tmpfs, host:/export ...
+    source: str
+    #: the mount's options, then the file system's own (superblock) options
+    options: str
+    fs_options: str
+
+
+def _unescape(field: str) -> str:
+    """mountinfo writes space, tab, newline and backslash in paths as octal escapes."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mountinfo(root: str = "/") -> list[Mount]:
+    """This process's mounts in mount order (a later one over the same folder hides the
+    earlier); empty if there is no /proc to read."""
+    try:
+        with open(under(root, "proc/self/mountinfo")) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    mounts = []
+    for line in lines:
+        before, _, after = line.partition(" - ")
+        fields, (fs_type, source, fs_options) = before.split(), after.split(" ", 2)
+        major, minor = fields[2].split(":")
+        mounts.append(Mount((int(major), int(minor)), _unescape(fields[4]), _unescape(fields[3]), fs_type,
+                            _unescape(source), fields[5], fs_options))
+    return mounts
+
+
+def diskstats(root: str = "/") -> dict[str, tuple[int, ...]]:
+    """/proc/diskstats: every block device's kernel name -> its counters in the kernel's
+    order (reads completed, merged, sectors, ms; the same for writes; I/Os in flight, ms
+    busy, weighted ms; then discards and flushes on newer kernels)."""
+    with open(under(root, "proc/diskstats")) as f:
+        rows = [line.split() for line in f]
+    return {row[2]: tuple(int(v) for v in row[3:]) for row in rows if len(row) > 3}
