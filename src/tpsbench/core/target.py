@@ -167,6 +167,24 @@ class Target:
         """Server version and the settings that shape OLTP performance, for the results store."""
         return {}
 
+    def read_counters(self, conn: Any) -> dict[str, float]:
+        """The server's own cumulative counters as of now; {} where this database has none.
+
+        For tpsbench.measure.db_counters, which turns two of these into rates. ``conn`` is
+        in autocommit mode (:meth:`set_autocommit`), so that every call is a fresh look
+        and no transaction stays open between calls. Counters only grow while the server
+        counts; these names mean the same on every database, so that figures derived
+        from them compare across databases: ``commits``, ``rollbacks`` (transactions
+        ended), ``cache_hits``, ``cache_misses`` (page requests the buffer cache served,
+        and those it had to read in), ``reads``, ``writes``, ``read_kB``, ``write_kB``
+        (the server's I/O calls and their kB of 1024 bytes); any other is the database's
+        own counter by its own name (``wal_bytes``). ``counting_since`` is no counter:
+        the epoch time, to within a second, since which the counters count (the server's
+        start or the last reset of its statistics), so that a reset is told apart even
+        where every counter has climbed past its old value since.
+        """
+        return {}
+
     def connection_limit(self) -> int | None:
         """How many client connections the server accepts in all (None: no limit)."""
         return None

@@ -8,6 +8,7 @@ libpq below psycopg (targets/libpq.py).
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import psycopg
@@ -30,6 +31,22 @@ KEY_SETTINGS = (
     "checkpoint_timeout", "max_wal_size", "random_page_cost", "effective_io_concurrency",
     "default_transaction_isolation", "data_directory",
 )
+#: server_version_num of the first releases with pg_stat_io, with pg_stat_checkpointer,
+#: and with pg_stat_io in bytes and WAL in it (its WAL writes leave pg_stat_wal then)
+PG16, PG17, PG18 = 160000, 170000, 180000
+BLOCK_KB = "current_setting('block_size')::numeric / 1024"
+CHECKPOINTS_BEFORE_17 = (
+    "(SELECT checkpoints_timed + checkpoints_req AS checkpoints,"
+    " buffers_checkpoint + buffers_clean + buffers_backend AS blocks_written, stats_reset FROM pg_stat_bgwriter)")
+CHECKPOINTS_SINCE_17 = "(SELECT num_timed + num_requested AS checkpoints, stats_reset FROM pg_stat_checkpointer)"
+#: pg_stat_io summed over its rows (backend types, objects, contexts); a NULL cell is an
+#: operation that cannot happen there. Extends (blocks added to a table) are writes too.
+IO = ("(SELECT sum(reads) AS reads, sum({read_bytes}) AS read_bytes,"
+      " sum(coalesce(writes, 0) + coalesce(extends, 0)) AS writes, sum({write_bytes}) AS write_bytes,"
+      " max(stats_reset) AS stats_reset FROM pg_stat_io)")
+IO_BYTES_BEFORE_18 = {"read_bytes": "reads * op_bytes",
+                      "write_bytes": "(coalesce(writes, 0) + coalesce(extends, 0)) * op_bytes"}
+IO_BYTES_SINCE_18 = {"read_bytes": "read_bytes", "write_bytes": "coalesce(write_bytes, 0) + coalesce(extend_bytes, 0)"}
 
 
 class PostgresTarget(Target):
@@ -96,6 +113,24 @@ class PostgresTarget(Target):
                 info[name] = f"{setting}{' ' + unit if unit else ''}"
             return info
 
+    def read_counters(self, conn: Any) -> dict[str, float]:
+        """pg_stat_database of this database, pg_stat_wal, the checkpoints and the I/O, in
+        one statement (:func:`counters_query`), so one transaction of the observer's own
+        per call: ``commits`` counts it (pg_stat_database counts every transaction).
+
+        PostgreSQL 15 and later publish a backend's counts when it commits at most once
+        a second (an idle one's within 10 s), so a reading over a second or two is late
+        by up to a second; over a steady window that washes out. PostgreSQL 14 or later
+        (pg_stat_wal): on older servers the statement fails and the observer has no figures.
+        """
+        # pg_stat_* views are a snapshot per transaction (stats_fetch_consistency): the
+        # connection is in autocommit, so each call is a transaction and a fresh look.
+        cur = conn.execute(counters_query(conn.info.server_version))
+        row = cur.fetchone()
+        if row is None:
+            return {}
+        return {column.name: float(value) for column, value in zip(cur.description, row) if value is not None}
+
     def connection_limit(self) -> int | None:
         with self.translate_errors("reading max_connections"), psycopg.connect(**self._connect_params()) as conn:
             row = conn.execute(
@@ -130,6 +165,40 @@ class PostgresTarget(Target):
         return LibpqCountingCursor(conn) if fast else super().counting_cursor(conn)
 
 
+@cache
+def counters_query(version: int) -> str:
+    """The one SELECT of :meth:`PostgresTarget.read_counters` for ``server_version_num``.
+
+    ``commits``, ``rollbacks``, ``cache_hits``, ``cache_misses`` (blks_hit, blks_read),
+    ``tup_*`` and ``temp_bytes`` are this database's (pg_stat_database). ``wal_records``,
+    ``wal_bytes`` (WAL generated) and ``checkpoints`` (timed, even those skipped on an
+    idle server, and requested) are the server's. ``reads``/``read_kB``: from 16 on
+    the server's reads into its buffers (pg_stat_io), before that this database's blocks
+    read (blks_read x block_size); either may have come from the OS page cache.
+    ``writes``/``write_kB``: blocks written to data files (pg_stat_io from 16 on, before
+    that pg_stat_bgwriter's checkpoint, bgwriter and backend writes) plus the WAL: its
+    write calls (wal_write) and the WAL generated (wal_bytes), which is less than the
+    WAL written where commits rewrite a partly filled WAL page; from 18 on pg_stat_io
+    counts the WAL's writes and bytes themselves.
+    """
+    sources = {"d": "pg_stat_database", "w": "pg_stat_wal",
+               "c": CHECKPOINTS_SINCE_17 if version >= PG17 else CHECKPOINTS_BEFORE_17}
+    if version >= PG16:
+        sources["io"] = IO.format(**(IO_BYTES_SINCE_18 if version >= PG18 else IO_BYTES_BEFORE_18))
+        reads, read_kb, writes, write_kb = "io.reads", "io.read_bytes / 1024", "io.writes", "io.write_bytes / 1024"
+    else:
+        reads, read_kb = "d.blks_read", f"d.blks_read * {BLOCK_KB}"
+        writes, write_kb = "c.blocks_written", f"c.blocks_written * {BLOCK_KB}"
+    if version < PG18:
+        writes, write_kb = f"{writes} + w.wal_write", f"{write_kb} + w.wal_bytes / 1024"
+    resets = ", ".join(f"{alias}.stats_reset" for alias in sources)
+    return ("SELECT d.xact_commit AS commits, d.xact_rollback AS rollbacks, d.blks_hit AS cache_hits,"
+            " d.blks_read AS cache_misses, d.tup_inserted, d.tup_updated, d.tup_deleted, d.temp_bytes,"
+            " w.wal_records, w.wal_bytes, c.checkpoints,"
+            f' {reads} AS reads, {writes} AS writes, {read_kb} AS "read_kB", {write_kb} AS "write_kB",'
+            f" extract(epoch FROM greatest(pg_postmaster_start_time(), {resets})) AS counting_since"
+            f" FROM {', '.join(f'{source} {alias}' for alias, source in sources.items())}"
+            " WHERE d.datname = current_database()")
 
 
 TARGET = PostgresTarget

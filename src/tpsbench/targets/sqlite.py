@@ -67,6 +67,13 @@ class SqliteTarget(Target):
         finally:
             conn.close()
 
+    def read_counters(self, conn: Any) -> dict[str, float]:
+        """None: SQLite keeps its page cache hits and misses per connection, and Python's
+        sqlite3 module does not expose them (no sqlite3_db_status); its I/O is the host's,
+        which a device observer sees. ``total_changes`` would count the observer's own
+        connection only."""
+        return {}
+
     def placeholder(self) -> str:
         return "?"
 
