@@ -33,6 +33,14 @@ def common_run_options(cls: type[Workload]) -> Decorator:
         duration_option("interval", "10s", "How often the live line prints, and the length of a stored interval."),
         click.option("--storage", default="", metavar="LABEL",
                      help="Name of the storage configuration under test, e.g. 'RAID10 8x SSHD' (compare takes it)."),
+        click.option("--storage-file", default=None, metavar="FILE",
+                     help="A TOML file describing storage configurations as reviews do (drives, model, RPM, "
+                          "interface, RAID level, controller, ...); --storage names the one under test, and its "
+                          "description is stored with the run."),
+        click.option("--data-path", default=None, metavar="PATH",
+                     help="A folder of the database's data, for finding the devices whose I/O is read beside "
+                          "every step. Default: the server's own data directory, tablespaces and log folders, "
+                          "when it runs on this host."),
         click.option("--processes", type=PROCESSES, default=None, metavar="N",
                      help="Driver processes hosting the virtual users, every step spread over all of them. Default:"
                           " at most one per core, and for TPC-C with stored procedures one per 100 users of a step"
@@ -107,6 +115,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
             results_url=values["results_url"], notes=values["notes"],
             build_scale=build_scale(cls, values["build_if_missing"], values["scale"]),
             multiplex=values["multiplex"], force=values["force"],
+            storage_file=values["storage_file"], data_path=values["data_path"],
         )
         record = run(config, live=lambda line: click.echo(line, err=True))
         click.echo(render([record.store.load_run(record.run_id)]), nl=False)

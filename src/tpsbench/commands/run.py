@@ -16,6 +16,7 @@ from typing import Any
 
 from tpsbench import __version__
 from tpsbench.commands.build import build
+from tpsbench.commands.storage import storage_facts
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.meta import active_run, note_run_ended, note_run_started, read_meta
 from tpsbench.core.parse import check_seed, check_text
@@ -24,6 +25,9 @@ from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
 from tpsbench.engine.coordinator import LoadStep, RunOutcome, RunStatus, StepOutcome, check_steps, plan_run, run_plan
+from tpsbench.measure.db_counters import DatabaseCounters
+from tpsbench.measure.devices import Device
+from tpsbench.measure.disk_io import DiskIo
 from tpsbench.measure.honesty import honesty_check, honesty_text
 from tpsbench.measure.host_cpu import HostCpu
 from tpsbench.measure.host_info import driver_host
@@ -49,6 +53,10 @@ class RunConfig:
     duration_s: float = 120.0
     interval_s: float = 10.0
     storage: str = ""
+    #: a TOML file describing storage configurations (tpsbench.core.storage); ``storage`` names one
+    storage_file: str | None = None
+    #: a folder of the database's data, where the server cannot say (or is not asked)
+    data_path: str | None = None
     workers: int | None = None
     #: None draws a seed, which is stored with the run so that it can be repeated
     seed: int | None = None
@@ -79,7 +87,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     Everything that can be refused (schema, connection limit, results store) is
     checked before the first user connects, so a refused run leaves no trace.
     ``observers`` read beside every step and their readings are stored with the run
-    (default: host CPU, and the database's outages).
+    (default: :func:`default_observers`).
     """
     wl = get_workload(config.workload)
     steps = [LoadStep(users=u, duration_s=config.duration_s, rampup_s=config.rampup_s,
@@ -90,8 +98,12 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     check_text("the storage label", config.storage, STORAGE_LABEL_MOST)
     check_text("the notes", config.notes)
     target = open_target(config.url)
-    if config.build_scale is not None and not read_meta(target, wl.name):
-        build(wl.name, config.build_scale, config.url, seed=config.seed or 0)
+    facts = storage_facts(target, config.storage, config.storage_file, config.data_path)
+    label = config.storage or (facts.described.name if facts.described else "")
+    if config.build_scale is not None:
+        target.ensure_database()  # a database that is not there yet has no build either
+        if not read_meta(target, wl.name):
+            build(wl.name, config.build_scale, config.url, seed=config.seed or 0)
     options = {**{o.name: o.default for o in wl.run_options}, **config.options}
     wl.configure(options)  # first: the schema is verified for the options (sysbench's --tables)
     meta = wl.verify_schema(target)
@@ -111,7 +123,9 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         raise TpsbenchError(f"another run is active on the {wl.name} database at {target.describe()} (host, pid, "
                             f"since: {other}): two runs at once fail each other's honesty check; wait for it, or "
                             "add --force")
-    watch = [HostCpu(), Reachability(target)] if observers is None else list(observers)
+    watch = default_observers(target, facts.devices) if observers is None else list(observers)
+    for note in facts.notes if live is not None else ():
+        live(note)
     plan = plan_run(ctx, wl, steps, workers=config.workers, target=target,
                     beside=sum(o.connections for o in watch))
     prepared = wl.prepare_run(target, ctx.options)
@@ -120,8 +134,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     store = ResultsStore(config.results_url)
     stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
     run_id = store.start_run(
-        wl.name, db_url=target.describe(), storage=config.storage,
-        config=stored_config | {"options": ctx.options, "driver_host": driver_host()},
+        wl.name, db_url=target.describe(), storage=label,
+        config=stored_config | {"options": ctx.options, "driver_host": driver_host(), "storage": facts.stored()},
         seed=seed, server=target.server_info(), notes=config.notes, tool_version=__version__,
     )
     if live is not None:
@@ -174,6 +188,13 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     if honesty["match"] is False and live is not None:
         live(f"HONESTY CHECK {honesty_text(honesty)}")
     return RunRecord(run_id, status, outcome, honesty, store)
+
+
+def default_observers(target: Target, devices: Sequence[Device]) -> list[StepObserver]:
+    """What reads beside every step unless told otherwise: the host's CPU, the database's
+    outages and its own counters, and the I/O of the devices its data lives on."""
+    watch: list[StepObserver] = [HostCpu(), Reachability(target), DatabaseCounters(target)]
+    return watch + [DiskIo(devices)] if devices else watch
 
 
 def plan_line(run_id: int, config: RunConfig, results: str) -> str:

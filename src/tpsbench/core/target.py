@@ -203,6 +203,12 @@ class Target:
         the server will not say."""
         return None
 
+    def data_paths(self) -> list[str]:
+        """Every folder on this host that holds the database's files (data directory,
+        tablespaces, logs), for finding the devices under them; [] when elsewhere."""
+        path = self.storage_path()
+        return [] if path is None else [path]
+
     @property
     def is_local(self) -> bool:
         """Whether the server runs on this host (loopback address or a Unix socket)."""

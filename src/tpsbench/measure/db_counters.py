@@ -43,6 +43,7 @@ class DatabaseCounters(StepObserver):
     """Rates of the server's cumulative counters, on a connection of its own (see the module docstring)."""
 
     name = "database"
+    connections = 1
 
     def __init__(self, target: Target) -> None:
         self.target = target

@@ -26,6 +26,8 @@ from datetime import datetime
 from rich.console import Console
 from rich.table import Table
 
+from tpsbench.measure.db_counters import DatabaseCounters
+from tpsbench.measure.disk_io import DiskIo
 from tpsbench.measure.honesty import honesty_text
 from tpsbench.measure.host_cpu import FIGURES as CPU_FIGURES
 from tpsbench.measure.host_cpu import HostCpu
@@ -102,9 +104,19 @@ COUNT_ROWS: list[tuple[str, Callable[[SteadySummary], float]]] = [
 #: transactions lost with their connection (tpsbench.measure.honesty): a row where a run had some
 IN_DOUBT_ROW: tuple[str, Callable[[SteadySummary], float]] = ("In doubt", lambda s: s.total("in_doubt"))
 #: (row label, observer, figure, formatter) of the observer rows, shown where a run has them
-OBSERVER_ROWS: list[tuple[str, str, str, Callable[[float], str]]] = [
-    *((f"Host CPU {figure} (%)", HostCpu.name, figure, _one) for figure in CPU_FIGURES),
-    ("Outage (s)", Reachability.name, "down_s", _one),
+#: a figure of one observer's readings, or a sum of several (IOPS = reads + writes per second)
+Figure = tuple[str, ...]
+#: (row label, observer, figures summed, scale, formatter, shown only where some step's value
+#: is not 0); the storage's rows are the database's devices as a whole (DiskIo's "total")
+OBSERVER_ROWS: list[tuple[str, str, Figure, float, Callable[[float], str], bool]] = [
+    ("IOPS", DiskIo.name, ("total.r_s", "total.w_s"), 1.0, _int, False),
+    ("MB/s", DiskIo.name, ("total.r_kB_s", "total.w_kB_s"), 1 / 1024, _one, False),
+    ("Device read latency (ms)", DiskIo.name, ("total.r_await_ms",), 1.0, _ms, False),
+    ("Device write latency (ms)", DiskIo.name, ("total.w_await_ms",), 1.0, _ms, False),
+    ("Device util (%)", DiskIo.name, ("total.util_pct",), 1.0, _one, False),
+    ("Buffer hit (%)", DatabaseCounters.name, ("buffer_hit_pct",), 1.0, _one, False),
+    *((f"Host CPU {figure} (%)", HostCpu.name, (figure,), 1.0, _one, False) for figure in CPU_FIGURES),
+    ("Outage (s)", Reachability.name, ("down_s",), 1.0, _one, True),
 ]
 
 
@@ -148,13 +160,14 @@ def _timing_rows(summaries: Sequence[SteadySummary]) -> list[tuple[str, Callable
 
 
 def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list[str]]]:
-    """What the step observers read over each step's steady window: host CPU where the run
-    has readings of it, outages where any step had one (a clean run's table stays short)."""
+    """What the step observers read over each step's steady window: each row where the run
+    has readings of it (outages only where a step had one: a clean run's table stays short)."""
     readings = {label: data.readings(step) for label, step in steps.items()}
     rows = []
-    for name, observer, figure, fmt in OBSERVER_ROWS:
-        values = {label: r[observer][figure] for label, r in readings.items() if figure in r.get(observer, {})}
-        if any(values.values()) or (values and observer == HostCpu.name):
+    for name, observer, figures, scale, fmt, if_any in OBSERVER_ROWS:
+        values = {label: scale * sum(r[observer][f] for f in figures) for label, r in readings.items()
+                  if all(f in r.get(observer, {}) for f in figures)}
+        if values and (any(values.values()) or not if_any):
             rows.append((name, [fmt(values[label]) if label in values else "" for label in steps]))
     return rows
 

@@ -167,6 +167,23 @@ class MysqlFamily(Target):
     def connection_limit_hint(self) -> str:
         return "raise it with SET GLOBAL max_connections = N (and max_connections in my.cnf to keep it)"
 
+    def data_paths(self) -> list[str]:
+        """The data directory, and InnoDB's data and redo log folders where set apart
+        (relative ones are under the data directory)."""
+        main = self.storage_path()
+        if main is None:
+            return []
+        paths = [main]
+        for name in ("innodb_data_home_dir", "innodb_log_group_home_dir"):
+            try:
+                (value,) = self.fetch_all(f"SELECT @@{name}", f"reading {name}")[0]
+            except TpsbenchError:  # not this server's variable (MySQL 8.0.30 renamed the log's)
+                continue
+            folder = _text(value) if value else ""
+            if folder:
+                paths.append(os.path.normpath(os.path.join(main, folder)))
+        return list(dict.fromkeys(os.path.normpath(p) for p in paths))
+
     def storage_path(self) -> str | None:
         """The data directory, where the server is this host."""
         if not self.is_local:

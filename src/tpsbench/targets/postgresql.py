@@ -152,6 +152,19 @@ class PostgresTarget(Target):
         except psycopg.Error:
             return None
 
+    def data_paths(self) -> list[str]:
+        """The data directory and the location of every tablespace the server has (a
+        pool per tablespace is how PostgreSQL spreads one database over devices)."""
+        main = self.storage_path()
+        if main is None:
+            return []
+        try:
+            with psycopg.connect(**self._connect_params("postgres")) as conn:
+                rows = conn.execute("SELECT pg_tablespace_location(oid) FROM pg_tablespace").fetchall()
+        except psycopg.Error:
+            rows = []
+        return list(dict.fromkeys([main, *(str(r[0]) for r in rows if r[0])]))
+
     def set_autocommit(self, conn: Any) -> None:
         """psycopg refuses the switch inside a transaction: end it first."""
         conn.rollback()
