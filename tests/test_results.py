@@ -25,6 +25,7 @@ from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.redact import safe_url
 from tpsbench.results.schema import (
     SCHEMA_VERSION,
+    campaigns_table,
     errors_table,
     histograms_table,
     intervals_table,
@@ -252,14 +253,17 @@ def test_step_without_start_step_and_histograms_given_as_bytes(store: TrackingSt
 def test_a_store_from_before_versions_gains_the_new_tables_and_keeps_its_runs(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = sa.create_engine(url)
-    old = [table for table in metadata.sorted_tables if table not in (observations_table, store_info_table)]
-    metadata.create_all(engine, tables=old)  # layout 1: no observations, no store_info
+    new = (observations_table, store_info_table, campaigns_table)
+    metadata.create_all(engine, tables=[t for t in metadata.sorted_tables if t not in new])  # layout 1
     with engine.begin() as conn:
         conn.execute(runs_table.insert().values(workload="tpcc", started_at=sa.func.current_timestamp(),
                                                 status="completed", storage="old disk"))
+    reader = ResultsStore(url, create=False)  # a reader reads it as it is, and writes nothing
+    assert [r.storage for r in reader.list_runs()] == ["old disk"]
+    assert not {t.name for t in new} & set(sa.inspect(engine).get_table_names())
     store = ResultsStore(url)
     assert [r.storage for r in store.list_runs()] == ["old disk"]
-    assert {observations_table.name, store_info_table.name} <= set(sa.inspect(engine).get_table_names())
+    assert {t.name for t in new} <= set(sa.inspect(engine).get_table_names())
     with engine.connect() as conn:
         assert conn.execute(sa.select(store_info_table.c.value)).scalar_one() == str(SCHEMA_VERSION)
 

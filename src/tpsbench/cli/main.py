@@ -14,6 +14,7 @@ from rich.table import Table
 
 from tpsbench import __version__
 from tpsbench.cli import build as cli_build
+from tpsbench.cli import campaign as cli_campaign
 from tpsbench.cli import run as cli_run
 from tpsbench.cli.options import db_option
 from tpsbench.core.errors import CheckFailed, Terminated, TpsbenchError
@@ -88,7 +89,8 @@ def presets(workload: str) -> None:
         click.echo(f"{workload} has no named scales: --scale takes a number of {cls.scale_unit}")
 
 
-for _command in (cli_build.build, cli_build.size, cli_run.run, cli_run.report, cli_run.compare, cli_run.runs):
+for _command in (cli_build.build, cli_build.size, cli_run.run, cli_run.report, cli_run.compare, cli_run.runs,
+                 cli_campaign.campaign):
     cli.add_command(_command)
 
 

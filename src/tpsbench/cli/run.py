@@ -57,11 +57,23 @@ def common_run_options(cls: type[Workload]) -> Decorator:
                      help="Run even while another run is active on the same database (both honesty checks then"
                           " fail: each counts the other's commits)."),
         click.option("--notes", default="", metavar="NOTE", help="Free text stored with the run."),
+        click.option("--campaign", "campaign", default=None, hidden=True, metavar="ID:N",
+                     help="Set by `tpsbench campaign` for its runs: the campaign's id and the target's number."),
         click.option("--build-if-missing", is_flag=True,
                      help="Build the workload at --scale first when the database has no build of it."),
         scale_option(cls, "What --build-if-missing builds", required=False, alias=False),
         results_option,
     )
+
+
+def campaign_fields(text: str | None) -> dict[str, int | None]:
+    """``ID:N`` of the hidden --campaign as RunConfig's campaign and campaign_target."""
+    if text is None:
+        return {"campaign": None, "campaign_target": None}
+    campaign, _, target = text.partition(":")
+    if not (campaign.isdigit() and target.isdigit()):
+        raise click.BadParameter(f"must be ID:N, not {text!r}", param_hint="--campaign")
+    return {"campaign": int(campaign), "campaign_target": int(target)}
 
 
 def build_scale(cls: type[Workload], wanted: bool, scale: str | None) -> int | None:
@@ -116,6 +128,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
             build_scale=build_scale(cls, values["build_if_missing"], values["scale"]),
             multiplex=values["multiplex"], force=values["force"],
             storage_file=values["storage_file"], data_path=values["data_path"],
+            **campaign_fields(values["campaign"]),
         )
         record = run(config, live=lambda line: click.echo(line, err=True))
         click.echo(render([record.store.load_run(record.run_id)]), nl=False)
@@ -153,18 +166,22 @@ def run() -> None:
 
 @click.command()
 @click.argument("run_ids", nargs=-1, type=int)
+@click.option("--campaign", "campaign_id", type=int, default=None, metavar="ID",
+              help="The runs of campaign ID side by side, in the order of its targets.")
 @results_option
 @format_option
-def report(run_ids: tuple[int, ...], results_url: str | None, fmt: str) -> None:
+def report(run_ids: tuple[int, ...], campaign_id: int | None, results_url: str | None, fmt: str) -> None:
     """Show runs side by side (default: the latest), one block per run.
 
-    Give several RUN_IDS, one per storage configuration, to compare them.
+    Give several RUN_IDS, one per storage configuration, to compare them, or --campaign ID.
     """
     from tpsbench.core.errors import TpsbenchError
     from tpsbench.report.table import render
     from tpsbench.results.store import ResultsStore
 
     store = ResultsStore(results_url, create=False)
+    if campaign_id is not None:
+        run_ids += tuple(r.id for r in store.campaign_runs(campaign_id))
     ids = list(run_ids) or [r.id for r in store.list_runs()[-1:]]
     if not ids:
         raise TpsbenchError("the results store has no runs yet: run one with `tpsbench run tpcc`")

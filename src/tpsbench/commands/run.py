@@ -57,6 +57,9 @@ class RunConfig:
     storage_file: str | None = None
     #: a folder of the database's data, where the server cannot say (or is not asked)
     data_path: str | None = None
+    #: the campaign this run belongs to, and its target's number in it (tpsbench.commands.campaign)
+    campaign: int | None = None
+    campaign_target: int | None = None
     workers: int | None = None
     #: None draws a seed, which is stored with the run so that it can be repeated
     seed: int | None = None

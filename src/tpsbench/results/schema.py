@@ -7,7 +7,9 @@ an older one adds what is missing (new tables only: nothing stored is ever rewri
 
 Version history:
 1. runs, steps, intervals, histograms, errors (no ``store_info`` table);
-2. observations: what step observers read beside every interval and step (host CPU ...).
+2. observations: what step observers read beside every interval and step (host CPU ...);
+3. campaigns: a set of runs made together (``tpsbench campaign``); its runs name it in
+   their config (``campaign``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 #: the layout this tpsbench writes and reads (see the module docstring)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STATUSES = ("running", "completed", "interrupted", "failed")
 #: the longest storage label the runs table keeps
 STORAGE_LABEL_MOST = 200
@@ -106,6 +108,16 @@ observations_table = sa.Table(
     sa.Column("name", sa.String(64), nullable=False),
     sa.Column("value", sa.Float, nullable=False),
     sa.Index("ix_observations_run_step", "run_id", "step", "interval"),
+)
+#: campaigns (tpsbench.commands.campaign): what was asked for, and how it ended
+campaigns_table = sa.Table(
+    "campaigns", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(STORAGE_LABEL_MOST), nullable=False),
+    sa.Column("started_at", sa.DateTime, nullable=False),
+    sa.Column("ended_at", sa.DateTime),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("config", sa.JSON),
 )
 #: facts about the store itself: ``schema_version``
 store_info_table = sa.Table(

@@ -39,9 +39,9 @@ from tpsbench.measure.observers import Readings
 from tpsbench.measure.reports import ALL, IntervalReport
 from tpsbench.measure.summary import SteadySummary
 from tpsbench.results.records import Run, RunData, StoredError, StoredInterval, StoredObservation, StoredStep
-from tpsbench.results.schema import (COUNTS, PROBLEM, SCHEMA_VERSION, STATUSES, errors_table, histograms_table,
-                                     intervals_table, metadata, observations_table, runs_table, steps_table,
-                                     store_info_table)
+from tpsbench.results.schema import (COUNTS, PROBLEM, SCHEMA_VERSION, STATUSES, campaigns_table, errors_table,
+                                     histograms_table, intervals_table, metadata, observations_table, runs_table,
+                                     steps_table, store_info_table)
 
 DEFAULT_URL = "sqlite:///tpsbench-results.db"
 ENV_VAR = "TPSBENCH_RESULTS"
@@ -124,7 +124,7 @@ class ResultsStore:
             if version > SCHEMA_VERSION:
                 raise TpsbenchError(f"results store {self.url} was written by a newer tpsbench (layout {version}; "
                                     f"this one knows up to {SCHEMA_VERSION}): upgrade tpsbench to read it")
-            if version < SCHEMA_VERSION:  # new or older; one of this layout opens without a write
+            if version < SCHEMA_VERSION and create:  # new or older; readers read older layouts as they are
                 with self._transaction("creating its tables") as conn:
                     metadata.create_all(conn, checkfirst=True)  # in the write: a second writer waits, then sees them
                     conn.execute(store_info_table.delete().where(store_info_table.c.name == "schema_version"))
@@ -188,6 +188,24 @@ class ResultsStore:
                "db_url": safe_url(db_url), "server": scrub(dict(server or {}), s), "notes": scrub(notes, s)}
         (result,) = self._write("starting a run", runs_table.insert().values(**row))
         return int(result.inserted_primary_key[0])
+
+    def start_campaign(self, name: str, config: Mapping[str, Any]) -> int:
+        """Record a new campaign as ``running``; returns its id, which its runs keep."""
+        row = {"name": scrub(name, self._secrets), "started_at": _now(), "status": "running",
+               "config": scrub(dict(config), self._secrets)}
+        (result,) = self._write("starting a campaign", campaigns_table.insert().values(**row))
+        return int(result.inserted_primary_key[0])
+
+    def finish_campaign(self, campaign_id: int, status: str) -> None:
+        self._write("finishing a campaign", campaigns_table.update().where(campaigns_table.c.id == campaign_id)
+                    .values(status=status, ended_at=_now()))
+
+    def campaign_runs(self, campaign_id: int) -> list[Run]:
+        """The runs of a campaign, in the order of its targets; one line if it has none."""
+        found = [r for r in self.list_runs() if r.config.get("campaign") == campaign_id]
+        if not found:
+            raise TpsbenchError(f"results store {self.url} has no runs of campaign {campaign_id}")
+        return sorted(found, key=lambda r: (r.config.get("campaign_target", 0), r.id))
 
     def start_step(self, run_id: int, step: int, users: int, rampup_s: float | None = None,
                    duration_s: float | None = None) -> None:

@@ -1,0 +1,50 @@
+"""``tpsbench campaign FILE.toml``: the same run on several databases, then side by side."""
+
+from __future__ import annotations
+
+import signal
+
+import click
+
+from tpsbench.cli.options import format_option, results_option
+
+
+@click.command()
+@click.argument("campaign_file", metavar="FILE.toml", type=click.Path(dir_okay=False))
+@click.option("--concurrent", is_flag=True,
+              help="Run every target at the same time (one database per drive, as the storage reviews ran "
+                   "them), each target's I/O read from its own devices. Default: one after another.")
+@results_option
+@format_option
+def campaign(campaign_file: str, concurrent: bool, results_url: str | None, fmt: str) -> None:
+    """Run one workload on every target of FILE.toml, record the runs under one campaign id,
+    and show them side by side; builds first where a target has no build.
+
+    \b
+    FILE.toml names the workload, scale, users, rampup, duration and interval once, and
+    each database under [[target]] with db = "URL", storage = "NAME" (and data_path).
+    Ctrl-C ends every run, keeps what finished and starts no further target.
+
+    \b
+      tpsbench campaign pools.toml --concurrent
+      tpsbench report --campaign 3 --format markdown
+    """
+    from tpsbench.commands.campaign import run_campaign
+    from tpsbench.core.errors import TpsbenchError
+    from tpsbench.report.table import render
+
+    outcome = run_campaign(campaign_file, concurrent=concurrent, results_url=results_url,
+                           live=lambda line: click.echo(line, err=True))
+    try:
+        runs = outcome.store.campaign_runs(outcome.campaign_id)
+    except TpsbenchError:  # no run got as far as being stored: the lines above say why
+        runs = []
+    if runs:
+        click.echo(render([outcome.store.load_run(r.id) for r in runs], format=fmt), nl=fmt != "rich")
+    for target in outcome.targets:
+        click.echo(f"[{target.storage}] {target.said or f'ended with exit code {target.exit_code}'}")
+    click.echo(f"campaign {outcome.campaign_id}: {outcome.status}")
+    if outcome.status == "interrupted":
+        raise SystemExit(128 + signal.SIGINT)
+    if outcome.status != "completed":
+        raise SystemExit(1)

@@ -1,0 +1,152 @@
+"""A campaign file: one workload, one load shape, several databases on several storage pools.
+
+Why: the storage reviews ran the same TPC-C load on one database per drive, all at the
+same time, and published the drives side by side. A campaign says that once::
+
+    workload = "tpcc"
+    scale = 1                      # built first where a target has no build
+    users = [1, 8, 32]
+    rampup = "5s"
+    duration = "30s"
+    interval = "5s"
+    storage_file = "pools.toml"    # optional: describes the storage names below
+    [options]                      # the workload's run options
+    think = "off"
+
+    [[target]]
+    db = "postgresql://postgres@127.0.0.1/pool_ssd"
+    storage = "SSD"
+    [[target]]
+    db = "postgresql://postgres@127.0.0.1/pool_hdd"
+    storage = "HDD"
+    data_path = "/srv/hdd"         # optional, where the server cannot say
+
+Every value is checked before anything runs: unknown keys by name, durations, users and
+the scale as ``tpsbench run`` checks them.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.parse import (
+    check_seed,
+    check_text,
+    parse_duration,
+    parse_scale,
+    parse_users,
+)
+from tpsbench.core.redact import safe_url
+
+TOP_KEYS = {"name", "workload", "scale", "users", "rampup", "duration", "interval", "storage_file", "seed",
+            "options", "target"}
+TARGET_KEYS = {"db", "storage", "data_path"}
+
+
+@dataclass(frozen=True)
+class CampaignTarget:
+    db: str
+    storage: str
+    data_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Campaign:
+    name: str
+    workload: str
+    scale: int
+    targets: list[CampaignTarget]
+    users: list[int] = field(default_factory=lambda: [1, 20, 50, 100, 300])
+    rampup_s: float = 30.0
+    duration_s: float = 120.0
+    interval_s: float = 10.0
+    storage_file: str | None = None
+    seed: int | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+    def stored(self) -> dict[str, Any]:
+        """JSON-able, with the database URLs' passwords hidden (kept with the campaign)."""
+        data = asdict(self)
+        data["targets"] = [{**t, "db": safe_url(t["db"])} for t in data["targets"]]
+        return data
+
+
+def load_campaign(path: str | Path) -> Campaign:
+    """The campaign in ``path``; one line naming what is wrong."""
+    where = Path(path)
+    try:
+        data = tomllib.loads(where.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TpsbenchError(f"campaign file {where} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TpsbenchError(f"campaign file {where} cannot be read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TpsbenchError(f"campaign file {where} is not valid TOML: {exc}") from None
+
+    def refuse(what: str) -> TpsbenchError:
+        return TpsbenchError(f"campaign file {where}: {what}")
+
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise refuse(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(TOP_KEYS))}")
+    for key in ("workload", "scale"):
+        if key not in data:
+            raise refuse(f"{key} is missing")
+    targets = data.get("target")
+    if not isinstance(targets, list) or not targets:
+        raise refuse('no [[target]]: add one per database (db = "URL", storage = "NAME")')
+    dbs = [t.get("db") for t in targets if isinstance(t, dict)]
+    if len(set(dbs)) < len(dbs):
+        raise refuse("two targets name the same db: each target is a database of its own")
+    try:
+        options = data.get("options", {})
+        if not isinstance(options, dict):
+            raise TpsbenchError("options must be a table ([options])")
+        users = data.get("users", [1, 20, 50, 100, 300])
+        storage_file = data.get("storage_file")
+        return Campaign(
+            name=check_text("its name", str(data.get("name", where.stem)), 200),
+            workload=_text(data["workload"], "workload"),
+            scale=parse_scale(data["scale"]),
+            targets=[_target(n, t) for n, t in enumerate(targets, start=1)],
+            users=parse_users(",".join(map(str, users)) if isinstance(users, list) else str(users)),
+            rampup_s=parse_duration(data.get("rampup", "30s")),
+            duration_s=parse_duration(data.get("duration", "2m")),
+            interval_s=parse_duration(data.get("interval", "10s")),
+            storage_file=None if storage_file is None else str(where.parent / _text(storage_file, "storage_file")),
+            seed=None if data.get("seed") is None else check_seed(_whole(data["seed"], "seed")),
+            options={str(k): str(v) for k, v in options.items()},
+        )
+    except TpsbenchError as exc:
+        raise refuse(str(exc)) from None
+
+
+def _target(number: int, values: Any) -> CampaignTarget:
+    if not isinstance(values, dict):
+        raise TpsbenchError(f"target {number} must be a table ([[target]])")
+    unknown = sorted(set(values) - TARGET_KEYS)
+    if unknown:
+        raise TpsbenchError(f"target {number}: unknown key(s) {', '.join(unknown)}; known: db, storage, data_path")
+    if "db" not in values:
+        raise TpsbenchError(f'target {number}: db is missing (db = "postgresql://...")')
+    data_path = values.get("data_path")
+    return CampaignTarget(db=_text(values["db"], f"target {number}'s db"),
+                          storage=check_text(f"target {number}'s storage", _text(values.get("storage", f"target {number}"),
+                                                                                    f"target {number}'s storage"), 200),
+                          data_path=None if data_path is None else _text(data_path, f"target {number}'s data_path"))
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise TpsbenchError(f"{what} must be text, not {value!r}")
+    return value
+
+
+def _whole(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TpsbenchError(f"{what} must be a whole number, not {value!r}")
+    return value
