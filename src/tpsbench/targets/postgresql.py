@@ -153,14 +153,19 @@ class PostgresTarget(Target):
             return None
 
     def data_paths(self) -> list[str]:
-        """The data directory and the location of every tablespace the server has (a
-        pool per tablespace is how PostgreSQL spreads one database over devices)."""
+        """The data directory (the WAL and the catalogues are there), and the location of
+        each tablespace this database uses: its default one and any of its tables' (a
+        tablespace per pool is how PostgreSQL spreads databases over devices, and a
+        database on one pool must not be read as if it were on the others)."""
         main = self.storage_path()
         if main is None:
             return []
-        try:
-            with psycopg.connect(**self._connect_params("postgres")) as conn:
-                rows = conn.execute("SELECT pg_tablespace_location(oid) FROM pg_tablespace").fetchall()
+        try:  # the URL's database: it may not exist yet, and then it uses no tablespace
+            with psycopg.connect(**self._connect_params()) as conn:
+                rows = conn.execute(
+                    "SELECT pg_tablespace_location(oid) FROM pg_tablespace WHERE oid = "
+                    "(SELECT dattablespace FROM pg_database WHERE datname = current_database()) "
+                    "OR oid IN (SELECT reltablespace FROM pg_class WHERE reltablespace <> 0)").fetchall()
         except psycopg.Error:
             rows = []
         return list(dict.fromkeys([main, *(str(r[0]) for r in rows if r[0])]))
