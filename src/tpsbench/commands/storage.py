@@ -50,7 +50,9 @@ def storage_facts(target: Target, label: str, storage_file: str | None, data_pat
                                    "host is its storage, so none is read"])
     else:
         paths = target.data_paths()
-    placements, devices, notes = [], {}, []
+    placements: list[dict[str, Any]] = []
+    devices: dict[str, Device] = {}
+    notes: list[str] = []
     for path in paths:
         try:
             placement = resolve(path)

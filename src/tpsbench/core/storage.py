@@ -109,10 +109,10 @@ def _config(where: Path, name: str, values: Any) -> StorageConfig:
         if isinstance(value, bool) or not isinstance(value, kinds):
             kind = "text" if kinds == (str,) else "a whole number" if kinds == (int,) else "a number"
             raise TpsbenchError(f"storage file {where}: {name!r}: {key} must be {kind}, not {value!r}")
-        if not isinstance(value, str) and (not math.isfinite(value) or value < 0):
-            raise TpsbenchError(f"storage file {where}: {name!r}: {key} must be 0 or more, not {value!r}")
         if isinstance(value, str):
             check_text(f"{name!r}'s {key}", value)
+        elif isinstance(value, int | float) and (not math.isfinite(value) or value < 0):
+            raise TpsbenchError(f"storage file {where}: {name!r}: {key} must be 0 or more, not {value!r}")
     return StorageConfig(name=name, **values)
 
 

@@ -31,7 +31,7 @@ import time
 STUCK_AFTER_S = 3.0
 #: how often the main thread's frame is looked at meanwhile
 LOOK_EVERY_S = 0.1
-EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+EXIT_CODES: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
 #: how many times a Python-level handler said it ran (see handled())
 _handled = [0]
 
