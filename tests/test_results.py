@@ -1,90 +1,49 @@
 """The results store on a real SQLite file, and on PostgreSQL when one answers.
 
-PostgreSQL: database ``tpsb_results_test`` on $TPSBENCH_TEST_PG's server (default
-postgres@127.0.0.1:5432), created when missing; skipped when the server does not answer,
-except with CI=true, where a missing server fails the test.
+PostgreSQL: a scratch database per test (tests/conftest.py); skipped when the server does
+not answer, except with CI=true, where a missing server fails the test.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import psycopg
 import pytest
 import sqlalchemy as sa
+from conftest import scratch_pg_database
 
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.redact import safe_url
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.recorder import IntervalRecorder
 from tpsbench.measure.reports import IntervalReport
 from tpsbench.measure.summary import SteadySummary
-from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.redact import safe_url
 from tpsbench.results.schema import (
     SCHEMA_VERSION,
     campaigns_table,
-    errors_table,
     histograms_table,
-    intervals_table,
     metadata,
     observations_table,
     runs_table,
-    steps_table,
     store_info_table,
 )
 from tpsbench.results.store import ResultsStore
 
-PG_SERVER = os.environ.get("TPSBENCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-PG_DATABASE = "tpsb_results_test"
 NAMES = ("new_order", "payment", "delivery")
 SECRET = "Hunter2-very-secret"
 
 
-class TrackingStore(ResultsStore):
-    """Remembers the runs it started, so a shared PostgreSQL database can be cleaned."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
-        self.started: list[int] = []
-
-    def start_run(self, *args: Any, **kwargs: Any) -> int:
-        run_id = super().start_run(*args, **kwargs)
-        self.started.append(run_id)
-        return run_id
-
-
-def pg_results_url() -> str:
-    server = sa.engine.make_url(PG_SERVER)
-    params = dict(host=server.host or "127.0.0.1", port=server.port or 5432, user=server.username or "postgres",
-                  password=server.password, connect_timeout=5, autocommit=True)
-    try:
-        with psycopg.connect(dbname=server.database or "postgres", **params) as conn:
-            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (PG_DATABASE,)).fetchone():
-                try:
-                    conn.execute(f'CREATE DATABASE "{PG_DATABASE}"')
-                except psycopg.errors.DuplicateDatabase:
-                    pass  # another test run created it meanwhile
-    except psycopg.OperationalError as exc:
-        message = f"PostgreSQL at {server.host}:{server.port or 5432} is not available: {str(exc).strip()[:200]}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message} (CI=true: the CI script must start it)")
-        pytest.skip(message)
-    return server.set(drivername="postgresql+psycopg", database=PG_DATABASE).render_as_string(hide_password=False)
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TrackingStore]:
-    url = f"sqlite:///{tmp_path / 'results.db'}" if request.param == "sqlite" else pg_results_url()
-    s = TrackingStore(url)
-    yield s
-    if s.started:
-        with s.engine.begin() as conn:
-            for table in (errors_table, histograms_table, intervals_table, steps_table):
-                conn.execute(table.delete().where(table.c.run_id.in_(s.started)))
-            conn.execute(runs_table.delete().where(runs_table.c.id.in_(s.started)))
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ResultsStore]:
+    """A new store: a SQLite file, or a scratch PostgreSQL database of its own (a shared one
+    would carry the layout of whichever tpsbench wrote it last)."""
+    if request.param == "sqlite":
+        yield ResultsStore(f"sqlite:///{tmp_path / 'results.db'}")
+        return
+    with scratch_pg_database() as url:
+        yield ResultsStore(url)
 
 
 def interval(rec: IntervalRecorder, step: int, number: int, seed: int, steady: bool = True) -> IntervalReport:
@@ -97,7 +56,7 @@ def interval(rec: IntervalRecorder, step: int, number: int, seed: int, steady: b
     return rec.take(step, number, 1000.0 + 10 * number, 1010.0 + 10 * number, steady=steady)
 
 
-def test_a_run_round_trips(store: TrackingStore) -> None:
+def test_a_run_round_trips(store: ResultsStore) -> None:
     run_id = store.start_run("tpcc", db_url="postgresql://bob@db/tpcc", storage="RAID10 4x SSD",
                              config={"warehouses": 10, "steps": [1, 20]}, seed=42, notes="first try",
                              server={"version": "15.2", "settings": {"shared_buffers": "128MB"}})
@@ -144,14 +103,14 @@ def test_a_run_round_trips(store: TrackingStore) -> None:
     assert merged_rows == len(NAMES) + 1
 
 
-def test_a_crashed_run_keeps_every_finished_interval(store: TrackingStore) -> None:
+def test_a_crashed_run_keeps_every_finished_interval(store: ResultsStore) -> None:
     run_id = store.start_run("tpcc", db_url="sqlite:///x.db", storage="HDD")
     store.start_step(run_id, 1, users=5, rampup_s=0, duration_s=60)
     rec = IntervalRecorder(NAMES)
     store.add_interval(run_id, interval(rec, 1, 0, seed=1), users=5)
     store.add_interval(run_id, interval(rec, 1, 1, seed=2), users=5)
     del store.engine  # the coordinator dies here: nothing is closed or finished
-    again = ResultsStore(store.url if "sqlite" in store.url else pg_results_url())
+    again = ResultsStore(store.url)  # the test servers need no password: the shown URL opens it
     data = again.load_run(run_id)
     assert data.run.status == "running" and data.run.ended_at is None
     assert [i.interval for i in data.intervals] == [0, 1]
@@ -159,7 +118,7 @@ def test_a_crashed_run_keeps_every_finished_interval(store: TrackingStore) -> No
     store.engine = again.engine  # for the fixture's clean-up
 
 
-def test_list_runs_and_missing_run(store: TrackingStore) -> None:
+def test_list_runs_and_missing_run(store: ResultsStore) -> None:
     a = store.start_run("tpcc", db_url="sqlite:///a.db", storage="A")
     b = store.start_run("sysbench", db_url="sqlite:///b.db", storage="B")
     store.finish_run(b, "interrupted")
@@ -177,7 +136,7 @@ def all_stored_text(engine: sa.Engine) -> str:
                          for row in conn.execute(sa.select(table)))
 
 
-def test_no_password_is_ever_stored(store: TrackingStore, tmp_path: Path) -> None:
+def test_no_password_is_ever_stored(store: ResultsStore, tmp_path: Path) -> None:
     url = f"postgresql://bob:{SECRET}@dbhost:5433/tpcc?sslmode=require&password={SECRET}"
     run_id = store.start_run(
         "tpcc", db_url=url, storage=f"NVMe via postgresql://u:{SECRET}@h/db",
@@ -236,7 +195,7 @@ def test_default_url_is_a_file_in_the_current_folder_or_the_environment(
     assert other.exists()
 
 
-def test_step_without_start_step_and_histograms_given_as_bytes(store: TrackingStore) -> None:
+def test_step_without_start_step_and_histograms_given_as_bytes(store: ResultsStore) -> None:
     run_id = store.start_run("tpcc", db_url="sqlite:///t.db")
     rec = IntervalRecorder(NAMES)
     report = interval(rec, 3, 0, seed=9)
