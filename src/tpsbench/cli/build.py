@@ -7,8 +7,16 @@ from __future__ import annotations
 
 import click
 
-from tpsbench.cli.options import (WorkloadGroup, build_options, chosen_build_options, db_option, renamed_option,
-                                  scale_of, scale_option, stack)
+from tpsbench.cli.options import (
+    WorkloadGroup,
+    build_options,
+    chosen_build_options,
+    db_option,
+    renamed_option,
+    scale_of,
+    scale_option,
+    stack,
+)
 from tpsbench.core.workload import Workload
 
 BUILD_HELP = """Create and load the {name} database at a scale factor ({unit}).

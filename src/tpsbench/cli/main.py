@@ -15,6 +15,8 @@ from rich.table import Table
 from tpsbench import __version__
 from tpsbench.cli import build as cli_build
 from tpsbench.cli import campaign as cli_campaign
+from tpsbench.cli import plan as cli_plan
+from tpsbench.cli import report as cli_report
 from tpsbench.cli import run as cli_run
 from tpsbench.cli.options import db_option
 from tpsbench.core.errors import CheckFailed, Terminated, TpsbenchError
@@ -89,8 +91,8 @@ def presets(workload: str) -> None:
         click.echo(f"{workload} has no named scales: --scale takes a number of {cls.scale_unit}")
 
 
-for _command in (cli_build.build, cli_build.size, cli_run.run, cli_run.report, cli_run.compare, cli_run.runs,
-                 cli_campaign.campaign):
+for _command in (cli_build.build, cli_build.size, cli_run.run, cli_report.report, cli_report.compare,
+                 cli_report.runs, cli_campaign.campaign, cli_plan.plan):
     cli.add_command(_command)
 
 

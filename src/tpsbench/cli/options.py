@@ -42,6 +42,11 @@ db_option = click.option("--db", "url", envvar=ENV_VAR, default=None, metavar="U
 results_option = click.option("--results", "results_url", envvar="TPSBENCH_RESULTS", default=None, metavar="URL",
                               help="SQLAlchemy URL of the results store"
                                    " [env TPSBENCH_RESULTS; default sqlite:///tpsbench-results.db].")
+#: which runs a reading command is about (tpsbench.commands.selection), beside RUN_IDS
+campaign_option = click.option("--campaign", "campaign_id", type=int, default=None, metavar="ID",
+                               help="The runs of campaign ID, in the order of its targets.")
+storage_option = click.option("--storage", "labels", multiple=True, metavar="LABEL",
+                              help="The latest completed run of storage configuration LABEL (repeatable).")
 format_option = click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "csv"]), default="rich",
                              show_default=True, help="Table for the terminal, Markdown for a review, CSV for a sheet.")
 

@@ -12,11 +12,21 @@ from typing import Any
 
 import click
 
-from tpsbench.cli.options import (Decorator, WorkloadGroup, db_option, duration_option, format_option, note_renamed,
-                                  renamed_option, results_option, scale_of, scale_option, stack, workload_option)
+from tpsbench.cli.options import (
+    Decorator,
+    WorkloadGroup,
+    db_option,
+    duration_option,
+    note_renamed,
+    renamed_option,
+    results_option,
+    scale_of,
+    scale_option,
+    stack,
+    workload_option,
+)
 from tpsbench.core.parse import parse_duration, parse_users
 from tpsbench.core.workload import Workload
-from tpsbench.report.progress import make_console
 
 PROCESSES = click.IntRange(min=1)
 
@@ -162,69 +172,3 @@ def run() -> None:
       tpsbench run tpcc --force     # even while another run is active on the database
       TPSBENCH_WORKLOADS=~/my-workloads tpsbench run kvtoy   # a workload of your own
     """
-
-
-@click.command()
-@click.argument("run_ids", nargs=-1, type=int)
-@click.option("--campaign", "campaign_id", type=int, default=None, metavar="ID",
-              help="The runs of campaign ID side by side, in the order of its targets.")
-@results_option
-@format_option
-def report(run_ids: tuple[int, ...], campaign_id: int | None, results_url: str | None, fmt: str) -> None:
-    """Show runs side by side (default: the latest), one block per run.
-
-    Give several RUN_IDS, one per storage configuration, to compare them, or --campaign ID.
-    """
-    from tpsbench.core.errors import TpsbenchError
-    from tpsbench.report.table import render
-    from tpsbench.results.store import ResultsStore
-
-    store = ResultsStore(results_url, create=False)
-    if campaign_id is not None:
-        run_ids += tuple(r.id for r in store.campaign_runs(campaign_id))
-    ids = list(run_ids) or [r.id for r in store.list_runs()[-1:]]
-    if not ids:
-        raise TpsbenchError("the results store has no runs yet: run one with `tpsbench run tpcc`")
-    click.echo(render([store.load_run(i) for i in ids], format=fmt), nl=fmt != "rich")
-
-
-@click.command()
-@click.argument("labels", nargs=-1)
-@click.option("--workload", default=None, metavar="WORKLOAD", help="Only runs of this workload, e.g. tpcc.")
-@results_option
-@format_option
-def compare(labels: tuple[str, ...], workload: str | None, results_url: str | None, fmt: str) -> None:
-    """Compare storage configurations: the latest completed run of each LABEL side by side.
-
-    Without LABELS, every storage label in the store.
-    """
-    from tpsbench.core.errors import TpsbenchError
-    from tpsbench.report.table import render
-    from tpsbench.results.store import ResultsStore
-
-    store = ResultsStore(results_url, create=False)
-    latest: dict[str, int] = {}
-    for r in store.list_runs():
-        if r.status == "completed" and (workload is None or r.workload == workload):
-            latest[r.storage] = r.id
-    wanted = list(labels) or sorted(latest)
-    missing = [label for label in wanted if label not in latest]
-    if missing or not wanted:
-        raise TpsbenchError(f"no completed run for storage label(s) {', '.join(missing) or '(none in store)'}")
-    click.echo(render([store.load_run(latest[label]) for label in wanted], format=fmt), nl=fmt != "rich")
-
-
-@click.command()
-@results_option
-def runs(results_url: str | None) -> None:
-    """List the runs in the results store."""
-    from rich.table import Table
-
-    from tpsbench.results.store import ResultsStore
-
-    table = Table(title="runs", title_justify="left")
-    for header in ("id", "workload", "storage", "status", "started", "database"):
-        table.add_column(header)
-    for r in ResultsStore(results_url, create=False).list_runs():
-        table.add_row(str(r.id), r.workload, r.storage, r.status, f"{r.started_at:%Y-%m-%d %H:%M}", r.db_url)
-    make_console().print(table)

@@ -172,7 +172,7 @@ def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list
     return rows
 
 
-def _labels(runs: Sequence[RunData]) -> list[str]:
+def run_labels(runs: Sequence[RunData]) -> list[str]:
     """A label per run: its storage configuration, made unique, with an unfinished status."""
     base = [r.run.storage or f"run {r.run.id}" for r in runs]
     labels = []
@@ -195,7 +195,7 @@ def build_table(runs: Sequence[RunData]) -> ReportTable:
             order.setdefault(label, (int(users), int(nth or 1)))
     columns = sorted(order, key=order.__getitem__)
     blocks = []
-    for data, cols, label in zip(runs, per_run, _labels(runs)):
+    for data, cols, label in zip(runs, per_run, run_labels(runs)):
         by_label = {column: summary for column, summary, _ in cols}
         rows = [(name, get, fmt) for name, get, fmt in ROWS]
         metric = next((main_metric(data.run.workload, s) for s in by_label.values() if s is not None), None)

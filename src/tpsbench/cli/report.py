@@ -1,0 +1,119 @@
+"""The reading commands: ``runs``, ``report`` and ``compare`` (they never write)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tpsbench.cli.options import campaign_option, results_option, storage_option
+from tpsbench.report.progress import make_console
+
+FORMATS = ["rich", "markdown", "csv", "json", "html"]
+
+
+
+def _emit(text: str, output: str | None, fmt: str) -> None:
+    """To ``output`` when given (said on stderr), else to the terminal."""
+    if output is None:
+        click.echo(text, nl=fmt != "rich" and not text.endswith("\n"))
+        return
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        from tpsbench.core.errors import TpsbenchError
+
+        raise TpsbenchError(f"cannot write {output}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {output} ({len(text.encode()):,} bytes)", err=True)
+
+
+@click.command()
+@click.argument("run_ids", nargs=-1, type=int)
+@campaign_option
+@storage_option
+@results_option
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="rich", show_default=True,
+              help="rich for the terminal, markdown for a review, csv for a sheet, json with everything the "
+                   "store has (schema tpsbench-report/1), html: one file with charts that opens offline.")
+@click.option("--output", default=None, metavar="FILE", help="Write the report to FILE instead of the terminal.")
+def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str, ...], results_url: str | None,
+           fmt: str, output: str | None) -> None:
+    """Show runs side by side (default: the latest), one block per storage configuration.
+
+    \b
+      tpsbench report 3 4 --format markdown
+      tpsbench report --campaign 1 --format html --output pools.html
+      tpsbench report --storage "RAID10 8x SSHD" --storage "RAID10 10K SAS"
+    """
+    from tpsbench.commands.selection import select_runs
+    from tpsbench.results.store import ResultsStore
+
+    store = ResultsStore(results_url, create=False)
+    runs = select_runs(store, run_ids, campaign=campaign_id, labels=labels)
+    if fmt == "json":
+        from tpsbench.report.export import load_histograms, to_json
+
+        text = to_json(runs, load_histograms(store, runs))
+    elif fmt == "html":
+        from tpsbench.report.html import to_html
+
+        text = to_html(runs, histograms=store.load_histogram)
+    else:
+        from tpsbench.report.table import render
+        from tpsbench.report.warnings import warnings
+
+        text = render(runs, format=fmt)
+        if fmt == "rich":
+            text += "".join(f"WARNING: {line}\n" for line in warnings(runs))
+    _emit(text, output, fmt)
+
+
+@click.command()
+@click.argument("runs_or_labels", nargs=-1, metavar="RUN_OR_LABEL...")
+@campaign_option
+@click.option("--workload", default=None, metavar="WORKLOAD", help="Only runs of this workload, e.g. tpcc.")
+@results_option
+def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: str | None,
+            results_url: str | None) -> None:
+    """Compare storage configurations side by side, with ratios against the first.
+
+    Each RUN_OR_LABEL is a run id or a storage label (its latest completed run); without
+    any, every label in the store. The last lines say it as a review does:
+    "H810 vs H800 at 300 users: +62% TPS, +123% IOPS, -35% avg latency".
+
+    \b
+      tpsbench compare "RAID10 10K SAS" "RAID10 8x SSHD"
+      tpsbench compare 3 4
+      tpsbench compare --campaign 1
+    """
+    from tpsbench.commands.selection import select_runs
+    from tpsbench.report.compare import compare as comparison_of
+    from tpsbench.report.compare import summary_lines, to_text
+    from tpsbench.report.table import render
+    from tpsbench.results.store import ResultsStore
+
+    store = ResultsStore(results_url, create=False)
+    ids = [int(arg) for arg in runs_or_labels if arg.isdigit()]
+    labels = [arg for arg in runs_or_labels if not arg.isdigit()]
+    runs = select_runs(store, ids, campaign=campaign_id, labels=labels, workload=workload, default="labels")
+    comparison = comparison_of(runs)
+    click.echo(render(runs), nl=False)
+    click.echo(to_text(comparison))
+    for line in summary_lines(comparison):
+        click.echo(line)
+
+
+@click.command()
+@results_option
+def runs(results_url: str | None) -> None:
+    """List the runs in the results store."""
+    from rich.table import Table
+
+    from tpsbench.results.store import ResultsStore
+
+    table = Table(title="runs", title_justify="left")
+    for header in ("id", "workload", "storage", "status", "started", "database"):
+        table.add_column(header)
+    for r in ResultsStore(results_url, create=False).list_runs():
+        table.add_row(str(r.id), r.workload, r.storage, r.status, f"{r.started_at:%Y-%m-%d %H:%M}", r.db_url)
+    make_console().print(table)

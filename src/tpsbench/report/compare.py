@@ -1,0 +1,166 @@
+"""Storage configurations against a baseline: the ratios and the sentence a review prints.
+
+Why: the reviews' conclusion is a ratio, "the H810 did 62% more TPS than the H800 at 300
+users, with 123% more IOPS and 35% less latency"; readers of the side-by-side table work
+it out by hand, and get it wrong for latency, where less is better. Here each
+configuration's TPS, average and p95 latency and the storage's IOPS (the database's
+devices as a whole: reads plus writes per second, when the run read them) are divided by
+the baseline's at every user load both ran, and summed up over the loads by the geometric
+mean of those ratios, the mean that treats a doubling at one load and a halving at another
+as even (an arithmetic mean of ratios would call that a 25% gain).
+
+A run that ran a user load more than once is compared at its first step of that load
+(the column the table labels plainly). Every figure is the steady window's, as in the
+report table (tpsbench.report.table, whose row definitions are used here).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tpsbench.measure.summary import SteadySummary
+from tpsbench.report.table import OBSERVER_ROWS, ROWS, run_labels
+from tpsbench.results.records import RunData
+
+#: the report table's rows of step figures: row label -> value of a step summary
+_GETTERS = {name: get for name, get, _ in ROWS}
+#: (key, how a ratio is named in the review's sentence, the table row it is read from:
+#: ROWS, or OBSERVER_ROWS for IOPS), in the sentence's order
+METRICS = (("tps", "TPS", "TPS"), ("iops", "IOPS", "IOPS"), ("avg_ms", "avg latency", "avg (ms)"),
+           ("p95_ms", "p95 latency", "p95 (ms)"))
+#: IOPS as the report table reads it: (observer, figures summed, scale)
+_IOPS_OBSERVER, _IOPS_FIGURES, _IOPS_SCALE = next(r[1:4] for r in OBSERVER_ROWS if r[0] == "IOPS")
+
+#: metric -> value (None: not measured in that run)
+Figures = dict[str, float | None]
+
+
+@dataclass
+class Load:
+    """One user load the baseline ran with at least one other configuration."""
+
+    users: int
+    #: per configuration, in the order given: its figures, None where it did not run this load
+    figures: list[Figures | None]
+    #: per configuration: metric -> its figure / the baseline's (None where either is missing or the baseline's is 0)
+    ratios: list[Figures]
+
+
+@dataclass
+class Comparison:
+    """Configurations against the baseline's, per user load and overall."""
+
+    labels: list[str]
+    run_ids: list[int]
+    baseline: int
+    loads: list[Load]
+    #: per configuration: metric -> geometric mean of its ratios over the loads (None: no ratio)
+    overall: list[Figures]
+
+
+def _figures(data: RunData, step: int, summary: SteadySummary) -> Figures:
+    """A step's compared figures; IOPS only where the device I/O observer read the total."""
+    read = data.readings(step).get(_IOPS_OBSERVER, {})
+    iops = _IOPS_SCALE * sum(read[f] for f in _IOPS_FIGURES) if all(f in read for f in _IOPS_FIGURES) else None
+    return {key: iops if key == "iops" else _GETTERS[row](summary) for key, _, row in METRICS}
+
+
+def _by_users(data: RunData) -> dict[int, Figures]:
+    """Figures per user load: each load's first finished step."""
+    out: dict[int, Figures] = {}
+    for step in sorted(data.steps, key=lambda s: s.step):
+        if step.summary is not None and step.users not in out:
+            out[step.users] = _figures(data, step.step, step.summary)
+    return out
+
+
+def _ratio(value: float | None, base: float | None) -> float | None:
+    return value / base if value is not None and base else None
+
+
+def _geomean(ratios: list[float]) -> float | None:
+    """Geometric mean; 0 if any ratio is 0 (a configuration that did nothing at a load)."""
+    if not ratios:
+        return None
+    if min(ratios) == 0:
+        return 0.0
+    return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+
+
+def compare(runs: Sequence[RunData], baseline: int = 0) -> Comparison:
+    """Every run against ``runs[baseline]`` at each user load the baseline shares with another run."""
+    if not 0 <= baseline < len(runs):
+        raise ValueError(f"baseline must be the index of one of the {len(runs)} runs, not {baseline}")
+    per_run = [_by_users(data) for data in runs]
+    base = per_run[baseline]
+    shared = sorted(u for u in base if any(u in other for i, other in enumerate(per_run) if i != baseline))
+    loads = []
+    for users in shared:
+        figures = [found.get(users) for found in per_run]
+        ratios = [{key: _ratio(f.get(key), base[users][key]) for key, _, _ in METRICS} if f is not None
+                  else dict.fromkeys(base[users]) for f in figures]
+        loads.append(Load(users=users, figures=figures, ratios=ratios))
+    overall = [{key: _geomean([r for load in loads if (r := load.ratios[i][key]) is not None])
+                for key, _, _ in METRICS} for i in range(len(runs))]
+    return Comparison(labels=run_labels(runs), run_ids=[data.run.id for data in runs], baseline=baseline,
+                      loads=loads, overall=overall)
+
+
+def _percent(ratio: float) -> str:
+    """A ratio as a review says it: 1.625 -> "+62%", 0.651 -> "-35%" (whole percents)."""
+    return f"{round((ratio - 1) * 100):+d}%"
+
+
+def users_text(n: int) -> str:
+    """A user load as a sentence says it: "1 user", "300 users"."""
+    return f"{n} user" if n == 1 else f"{n} users"
+
+
+def summary_lines(comparison: Comparison) -> list[str]:
+    """One sentence per configuration other than the baseline, at the largest user load
+    both ran: "H810 vs H800 at 300 users: +62% TPS, +123% IOPS, -35% avg latency"
+    (metrics that either run lacks are left out)."""
+    base = comparison.labels[comparison.baseline]
+    lines = []
+    for i, label in enumerate(comparison.labels):
+        if i == comparison.baseline:
+            continue
+        load = next((load for load in reversed(comparison.loads) if load.figures[i] is not None), None)
+        if load is None:
+            lines.append(f"{label} vs {base}: no user load in common")
+            continue
+        said = [f"{_percent(r)} {name}" for key, name, _ in METRICS if (r := load.ratios[i][key]) is not None]
+        lines.append(f"{label} vs {base} at {users_text(load.users)}: {', '.join(said) or 'no figure to compare'}")
+    return lines
+
+
+def _cell(ratio: float | None) -> str:
+    return "" if ratio is None else f"{ratio:.2f}x"
+
+
+def to_text(comparison: Comparison) -> str:
+    """The ratios as a Markdown table padded to line up in a terminal: one block of metric
+    rows per configuration other than the baseline, user loads across, then "overall"."""
+    base = comparison.labels[comparison.baseline]
+    header = ["Configuration", "ratio", *(users_text(load.users) for load in comparison.loads), "overall"]
+    rows = []
+    for i, label in enumerate(comparison.labels):
+        if i == comparison.baseline:
+            continue
+        block = [[name, *cells] for key, name, _ in METRICS
+                 if any(cells := [*(_cell(load.ratios[i][key]) for load in comparison.loads),
+                                  _cell(comparison.overall[i][key])])]
+        rows += [[f"{label} vs {base}" if n == 0 else "", *row] for n, row in enumerate(block)]
+    rows = [[cell.replace("|", "\\|") for cell in row] for row in [header, *rows]]
+    widths = [max(len(row[c]) for row in rows) for c in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(cell.ljust(w) if c < 2 else cell.rjust(w)
+                                 for c, (cell, w) in enumerate(zip(cells, widths))) + " |"
+
+    rule = "|" + "|".join("-" * (w + 1) + (":" if c >= 2 else "-") for c, w in enumerate(widths)) + "|"
+    title = (f"Ratios against {base}; latency below 1.00x is better; overall: geometric mean over the "
+             "user loads")
+    return "\n".join([title, "", line(rows[0]), rule, *(line(row) for row in rows[1:])]) + "\n"
