@@ -27,7 +27,6 @@ the scale as ``tpsbench run`` checks them.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from tpsbench.core.parse import (
     parse_duration,
     parse_scale,
     parse_users,
+    read_toml,
 )
 from tpsbench.core.redact import safe_url
 
@@ -78,14 +78,7 @@ class Campaign:
 def load_campaign(path: str | Path) -> Campaign:
     """The campaign in ``path``; one line naming what is wrong."""
     where = Path(path)
-    try:
-        data = tomllib.loads(where.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TpsbenchError(f"campaign file {where} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TpsbenchError(f"campaign file {where} cannot be read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise TpsbenchError(f"campaign file {where} is not valid TOML: {exc}") from None
+    data = read_toml(where, "campaign file")
 
     def refuse(what: str) -> TpsbenchError:
         return TpsbenchError(f"campaign file {where}: {what}")

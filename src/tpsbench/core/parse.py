@@ -7,7 +7,9 @@ so the CLI can print it as one line.
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from tpsbench.core.errors import TpsbenchError
@@ -94,3 +96,15 @@ def parse_options(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
             raise TpsbenchError(f"options look like NAME=VALUE, got {pair!r}")
         options[name.strip().replace("-", "_")] = value.strip()
     return options
+
+
+def read_toml(where: Path, what: str) -> dict[str, Any]:
+    """A TOML file the user wrote (a storage file, a campaign), or one line saying why not."""
+    try:
+        return tomllib.loads(where.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TpsbenchError(f"{what} {where} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TpsbenchError(f"{what} {where} cannot be read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TpsbenchError(f"{what} {where} is not valid TOML: {exc}") from None

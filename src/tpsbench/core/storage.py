@@ -27,13 +27,12 @@ comparison), as is a value of the wrong kind.
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.parse import check_text
+from tpsbench.core.parse import check_text, read_toml
 
 
 @dataclass(frozen=True)
@@ -79,14 +78,7 @@ _KINDS: dict[str, tuple[type, ...]] = {
 def load_storage_file(path: str | Path) -> dict[str, StorageConfig]:
     """The configurations in a storage file, by name; one clear line for what is wrong."""
     where = Path(path)
-    try:
-        data = tomllib.loads(where.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TpsbenchError(f"storage file {where} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TpsbenchError(f"storage file {where} cannot be read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise TpsbenchError(f"storage file {where} is not valid TOML: {exc}") from None
+    data = read_toml(where, "storage file")
     unknown = sorted(set(data) - {"storage"})
     if unknown:
         raise TpsbenchError(f"storage file {where}: unknown table(s) {', '.join(unknown)}; "
