@@ -246,6 +246,16 @@ _ODBC_NATIVE = re.compile(r"\((-?\d+)\)\s*\(SQL\w+\)\s*$")
 _SQLSTATE = re.compile(r"^[0-9A-Z]{5}$")
 
 
+def close_quietly(conn: Any) -> None:
+    """Close a connection that may be dead already (or None): it is gone either way, and a
+    lost connection often fails to close, which must not end a user or an observer."""
+    if conn is not None:
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001, S110 - see the docstring
+            pass
+
+
 def error_codes(exc: BaseException) -> tuple[str | None, int | None]:
     """(SQLSTATE, native error number) of a driver exception, either one None if unknown.
 

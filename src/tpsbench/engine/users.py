@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from tpsbench.core.errors import TpsbenchError, first_line
 from tpsbench.core.session import Session
-from tpsbench.core.target import Target
+from tpsbench.core.target import Target, close_quietly
 from tpsbench.measure.recorder import IntervalRecorder
 
 if TYPE_CHECKING:
@@ -79,12 +79,8 @@ class VirtualUser:
         self.counted: dict[str, int] = {}
 
     def close(self) -> None:
-        if self.conn is not None:
-            try:
-                self.conn.close()
-            except Exception:  # noqa: BLE001 - a dead connection may fail to close; it is gone either way
-                pass
-            self.conn = None
+        close_quietly(self.conn)
+        self.conn = None
 
     def connect(self, stop: threading.Event, name: str) -> bool:
         """Connect with exponential back-off until it works or the step ends."""

@@ -27,10 +27,9 @@ all the same (a dropped database's share of a sum) gives no figure of its own.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
-from tpsbench.core.target import Target
+from tpsbench.core.target import Target, close_quietly
 from tpsbench.measure.observers import StepObserver
 
 #: the key of read_counters that is a time, not a counter
@@ -93,6 +92,4 @@ class DatabaseCounters(StepObserver):
     def _close(self) -> None:
         """Close the connection, which may be dead already (it is gone either way)."""
         conn, self.conn = self.conn, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.close()
+        close_quietly(conn)

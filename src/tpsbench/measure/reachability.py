@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any
 
-from tpsbench.core.target import Target
+from tpsbench.core.target import Target, close_quietly
 from tpsbench.measure.observers import StepObserver
 
 #: seconds between probes: the precision of an outage's start and length
@@ -78,11 +78,11 @@ class Reachability(StepObserver):
                 ok = True
             except Exception:  # noqa: BLE001 - any failure to answer is what this observer records
                 ok = False
-                _close(conn)
+                close_quietly(conn)
                 conn = None
             self._settle(started, time.time(), ok)
             stop.wait(self.every_s)
-        _close(conn)
+        close_quietly(conn)
 
     def _settle(self, started: float, ended: float, ok: bool) -> None:
         with self._lock:
@@ -115,12 +115,3 @@ class Reachability(StepObserver):
         if began:
             figures["first_at"] = min(began)
         return figures
-
-
-def _close(conn: Any) -> None:
-    """Close a probe connection that may be dead (or None)."""
-    if conn is not None:
-        try:
-            conn.close()
-        except Exception:  # noqa: BLE001, S110 - a dead connection may fail to close; it is gone either way
-            pass
