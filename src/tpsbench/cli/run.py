@@ -167,6 +167,7 @@ def run() -> None:
     \b
       tpsbench run tpcc --build-if-missing --scale 1 --users 1,4,8 --duration 20s
       tpsbench run tpcc --users 1,20,50 --duration 5m --storage "RAID10 8x SSHD"
+      tpsbench run tpcc --storage "RAID10 8x SSHD" --storage-file pools.toml --data-path /srv/pg
       tpsbench run tpcc --think spec --delivery deferred   # TPC-C's queued Delivery
       tpsbench run sysbench --mode oltp_read_only --users 8,16 --processes 2
       tpsbench run tpcc --force     # even while another run is active on the database
