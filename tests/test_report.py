@@ -51,19 +51,54 @@ DRIVES = [
 
 
 def test_markdown_has_the_shape_of_the_published_review() -> None:
-    lines = render(DRIVES, format="markdown").splitlines()
+    lines = render(DRIVES, format="markdown", review=True).splitlines()
     assert lines[0] == "| Storage configuration | metric | 1 | 20 | 50 | 100 |"
     assert lines[1] == "|---|---|---:|---:|---:|---:|"
     assert lines[2] == '| ENT 10K V3 2.5" | TPS | 14.8 | 50.9 | 30.3 | 39.9 |'
     assert lines[3] == "|  | Resp. time (s) | 0.0 | 0.4 | 1.6 | 1.7 |"
     second = lines.index('| ENT 15K V4 2.5" | TPS | 19.7 | 119.8 | 75.3 | 69.2 |')
     assert lines[second + 1] == "|  | Resp. time (s) | 0.0 | 0.1 | 0.6 | 1.0 |"
+    assert len(lines) == 2 + 2 * 2
+    lines = render(DRIVES, format="markdown").splitlines()
+    second = lines.index('| ENT 15K V4 2.5" | TPS | 19.7 | 119.8 | 75.3 | 69.2 |')
+    assert lines[3] == "|  | Resp. time (s) | 0 | 0.40 | 1.6 | 1.7 |"
     rows = [line.split("|")[2].strip() for line in lines[2:second]]
     assert rows == ["TPS", "Resp. time (s)", "avg (ms)", "p50 (ms)", "p90 (ms)", "p95 (ms)", "p99 (ms)",
                     "p99.9 (ms)", "max (ms)", "tpmC", "Expected rollbacks", "Retries", "Errors", "Reconnects"]
     assert len(lines) == 2 + 2 * len(rows)
     p95 = next(line for line in lines if "| p95 (ms) |" in line)
     assert p95 == "|  | p95 (ms) | 0 | 720 | 2880 | 3060 |"
+
+
+def test_review_format_is_the_two_published_rows_alone() -> None:
+    table = build_table(DRIVES, review=True)
+    assert [b.rows for b in table.blocks] == [["TPS", "Resp. time (s)"]] * 2
+
+
+def test_response_time_has_the_precision_that_makes_it_non_zero() -> None:
+    fast = run(3, "NVMe", [summary(1, 900.0, 0.0042), summary(20, 800.0, 0.0381), summary(50, 700.0, 0.4),
+                           summary(100, 60.0, 1.64), summary(300, 50.0, 12.34)])
+    cells = dict(zip(build_table([fast]).blocks[0].rows, build_table([fast]).blocks[0].cells))
+    assert cells["Resp. time (s)"] == ["0.0042", "0.038", "0.40", "1.6", "12.3"]
+    review = build_table([fast], review=True).blocks[0].cells[1]
+    assert review == ["0.0", "0.0", "0.4", "1.6", "12.3"]
+
+
+def test_per_transaction_rows_only_when_asked_in_the_workloads_order() -> None:
+    step = summary(20, 100.0, 0.05, new_orders=2700, seconds=60.0)
+    step.txns["payment"] = TxnSummary(name="payment", commits=2400, errors=3, mix=0.43,
+                                      latency=LatencyStats(count=2400, mean=12.5, p95=30.0, p99=41.0))
+    step.txns["new_order"].mix = 0.45
+    data = run(4, "SSD", [step])
+    assert not any("payment" in row for row in build_table([data]).blocks[0].rows)
+    block = build_table([data], txns=True).blocks[0]
+    cells = {row: c[0] for row, c in zip(block.rows, block.cells)}
+    names = [row for row in block.rows if row.startswith(("new_order", "payment"))]
+    assert names[0] == "new_order TPS" and names[-1] == "payment errors"
+    assert cells["new_order TPS"] == "45.0" and cells["payment TPS"] == "40.0"
+    assert cells["new_order mix (%)"] == "45.0" and cells["payment mix (%)"] == "43.0"
+    assert cells["payment avg (ms)"] == "12.5" and cells["payment p99 (ms)"] == "41.0"
+    assert cells["payment errors"] == "3"
 
 
 def test_loads_are_the_union_of_all_runs_and_missing_cells_stay_empty() -> None:

@@ -12,7 +12,6 @@ from tpsbench.report.progress import make_console
 FORMATS = ["rich", "markdown", "csv", "json", "html"]
 
 
-
 def _emit(text: str, output: str | None, fmt: str) -> None:
     """To ``output`` when given (said on stderr), else to the terminal."""
     if output is None:
@@ -36,15 +35,31 @@ def _emit(text: str, output: str | None, fmt: str) -> None:
               help="rich for the terminal, markdown for a review, csv for a sheet, json with everything the "
                    "store has (schema tpsbench-report/1), html: one file with charts that opens offline.")
 @click.option("--output", default=None, metavar="FILE", help="Write the report to FILE instead of the terminal.")
+@click.option("--txns", is_flag=True,
+              help="Add each transaction type's rows: TPS, realised mix, avg, p95 and p99 latency, errors.")
+@click.option("--review", is_flag=True,
+              help="Only the two rows storage reviews publish, TPS and Resp. time (s), with their one decimal "
+                   "(otherwise response times get the digits that keep them non-zero).")
 def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str, ...], results_url: str | None,
-           fmt: str, output: str | None) -> None:
+           fmt: str, output: str | None, txns: bool, review: bool) -> None:
     """Show runs side by side (default: the latest), one block per storage configuration.
+
+    Each block has the user loads across and TPS, response time in seconds, the latency
+    percentiles, the workload's metric (tpmC), errors, and the I/O, host CPU and database
+    counters read beside each step; then what the data cannot support, as warnings.
 
     \b
       tpsbench report 3 4 --format markdown
+      tpsbench report 3 4 --format markdown --review     # the table a review publishes
+      tpsbench report --txns                             # per transaction type too
       tpsbench report --campaign 1 --format html --output pools.html
       tpsbench report --storage "RAID10 8x SSHD" --storage "RAID10 10K SAS"
     """
+    if review and (txns or fmt in ("json", "html")):
+        from tpsbench.core.errors import TpsbenchError
+
+        raise TpsbenchError("--review is the published two-row table: use it with --format rich, markdown "
+                            "or csv and without --txns")
     from tpsbench.commands.selection import select_runs
     from tpsbench.results.store import ResultsStore
 
@@ -57,13 +72,13 @@ def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str,
     elif fmt == "html":
         from tpsbench.report.html import to_html
 
-        text = to_html(runs, histograms=store.load_histogram)
+        text = to_html(runs, histograms=store.load_histogram, txns=txns)
     else:
         from tpsbench.report.table import render
         from tpsbench.report.warnings import warnings
 
-        text = render(runs, format=fmt)
-        if fmt == "rich":
+        text = render(runs, format=fmt, review=review, txns=txns)
+        if fmt == "rich" and not review:
             text += "".join(f"WARNING: {line}\n" for line in warnings(runs))
     _emit(text, output, fmt)
 

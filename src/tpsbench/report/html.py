@@ -225,11 +225,12 @@ def _run_facts(data: RunData) -> dict[str, Any]:
 
 
 def to_html(runs: Sequence[RunData], histograms: charts.Histograms | None = None,
-            title: str = "tpsbench report") -> str:
+            title: str = "tpsbench report", *, txns: bool = False) -> str:
     """The report of ``runs`` as one HTML page that needs nothing else: no script, no
     network. ``histograms(run_id, step, txn)`` gives stored step histograms (the store's
-    ``load_histogram``) for the latency distributions; without it they are left out."""
-    table = build_table(runs)
+    ``load_histogram``) for the latency distributions; without it they are left out.
+    ``txns``: each transaction type's rows in the results table."""
+    table = build_table(runs, txns=txns)
     labels = [block.label for block in table.blocks]
     notes = "".join(f"<li>{_e(line)}</li>" for line in error_lines(runs))
     per_run = [charts.timeline(f"time-{i}", data, label, i) for i, (data, label) in enumerate(zip(runs, labels))]

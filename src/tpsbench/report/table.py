@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -64,6 +65,14 @@ def _one(v: float) -> str:
     return f"{v:.1f}"
 
 
+def _seconds(v: float) -> str:
+    """Seconds with one decimal, or as many more as two significant digits need: a 4 ms
+    response time reads 0.0040, not the 0.0 of a review's one-decimal table."""
+    if v <= 0:
+        return "0"
+    return f"{v:.{max(1, 1 - math.floor(math.log10(v)))}f}"
+
+
 def _ms(v: float) -> str:
     """Milliseconds with three significant digits, enough for 0.1% histograms."""
     if v == 0:
@@ -82,9 +91,10 @@ def _int(v: float) -> str:
 
 
 #: (row label, value of a step summary, formatter); the main metric is inserted after them
-ROWS: list[tuple[str, Callable[[SteadySummary], float], Callable[[float], str]]] = [
+Row = tuple[str, Callable[[SteadySummary], float], Callable[[float], str]]
+ROWS: list[Row] = [
     ("TPS", lambda s: s.tps, _one),
-    ("Resp. time (s)", lambda s: s.latency.mean / 1000.0, _one),
+    ("Resp. time (s)", lambda s: s.latency.mean / 1000.0, _seconds),
     ("avg (ms)", lambda s: s.latency.mean, _ms),
     ("p50 (ms)", lambda s: s.latency.p50, _ms),
     ("p90 (ms)", lambda s: s.latency.p90, _ms),
@@ -92,6 +102,17 @@ ROWS: list[tuple[str, Callable[[SteadySummary], float], Callable[[float], str]]]
     ("p99 (ms)", lambda s: s.latency.p99, _ms),
     ("p99.9 (ms)", lambda s: s.latency.p999, _ms),
     ("max (ms)", lambda s: s.latency.max, _ms),
+]
+#: the published review's rows (storage-reviews.md section 1): TPS and seconds, one decimal
+REVIEW_ROWS: list[Row] = [("TPS", lambda s: s.tps, _one), ("Resp. time (s)", lambda s: s.latency.mean / 1000.0, _one)]
+#: (row label suffix, figure of one transaction type) of the per-transaction rows (--txns)
+TXN_ROWS: list[tuple[str, Callable[[TxnSummary, SteadySummary], float], Callable[[float], str]]] = [
+    ("TPS", lambda t, s: t.commits / s.seconds if s.seconds else 0.0, _one),
+    ("mix (%)", lambda t, s: 100.0 * t.mix, _one),
+    ("avg (ms)", lambda t, s: t.latency.mean, _ms),
+    ("p95 (ms)", lambda t, s: t.latency.p95, _ms),
+    ("p99 (ms)", lambda t, s: t.latency.p99, _ms),
+    ("errors", lambda t, s: t.errors, _int),
 ]
 #: sysbench's "queries performed" split, as rates: shown for runs whose sessions count statements
 QPS_KINDS = ("total", "read", "write", "other")
@@ -150,13 +171,45 @@ def _columns(data: RunData) -> list[tuple[str, SteadySummary | None, int]]:
     return out
 
 
-def _timing_rows(summaries: Sequence[SteadySummary]) -> list[tuple[str, Callable[[SteadySummary], float],
-                                                                   Callable[[float], str]]]:
+def _timing_rows(summaries: Sequence[SteadySummary]) -> list[Row]:
     """Mean and p90 of each timing the steps have (a deferred Delivery's queue time)."""
     names = list(dict.fromkeys(name for s in summaries for name in s.timings))
     return [row for name in names for row in (
         (f"{name} avg (ms)", lambda s, n=name: s.timings[n].mean if n in s.timings else 0.0, _ms),
         (f"{name} p90 (ms)", lambda s, n=name: s.timings[n].p90 if n in s.timings else 0.0, _ms))]
+
+
+def _txn_rows(workload: str, summaries: Sequence[SteadySummary]) -> list[Row]:
+    """TPS, realised mix, latency and errors of each transaction type, in the workload's
+    report order (types it does not list after, as the steps name them)."""
+    cls = workload_classes().get(workload)
+    seen = list(dict.fromkeys(name for s in summaries for name in s.txns))
+    known = [n for n in (cls.transaction_names if cls is not None else ()) if n in seen]
+    names = known + [n for n in seen if n not in known]
+
+    def value(get: Callable[[TxnSummary, SteadySummary], float], name: str) -> Callable[[SteadySummary], float]:
+        return lambda s: get(s.txns[name], s) if name in s.txns else 0.0
+
+    return [(f"{name} {label}", value(get, name), fmt) for name in names for label, get, fmt in TXN_ROWS]
+
+
+def _rows(data: RunData, summaries: Sequence[SteadySummary], txns: bool) -> list[Row]:
+    """The summary rows of one run's block: latency, its main metric, QPS where its sessions
+    count statements, timings, counts, and each transaction type's rows when asked."""
+    rows = list(ROWS)
+    metric = next((main_metric(data.run.workload, s) for s in summaries), None)
+    if metric is not None:
+        rows.append((metric[0], lambda s, w=data.run.workload: (main_metric(w, s) or ("", 0.0))[1], _one))
+    if any(s.statements for s in summaries):
+        rows += [("QPS" if kind == "total" else f"QPS {kind}", lambda s, k=kind: s.qps.get(k, 0.0), _one)
+                 for kind in QPS_KINDS]
+    rows += _timing_rows(summaries)
+    rows += [(name, get, _int) for name, get in COUNT_ROWS]
+    if any(s.total("in_doubt") for s in summaries):
+        rows.append((IN_DOUBT_ROW[0], IN_DOUBT_ROW[1], _int))
+    if txns:
+        rows += _txn_rows(data.run.workload, summaries)
+    return rows
 
 
 def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list[str]]]:
@@ -185,8 +238,13 @@ def run_labels(runs: Sequence[RunData]) -> list[str]:
     return labels
 
 
-def build_table(runs: Sequence[RunData]) -> ReportTable:
-    """The report's cells as text, the same for every output format."""
+def build_table(runs: Sequence[RunData], *, review: bool = False, txns: bool = False) -> ReportTable:
+    """The report's cells as text, the same for every output format.
+
+    ``review``: only the published review's two rows, TPS and response time in seconds
+    with one decimal (a 40 ms response time then reads 0.0, as it does in the reviews);
+    ``txns``: each transaction type's rows under the run's own.
+    """
     per_run = [_columns(r) for r in runs]
     order: dict[str, tuple[int, int]] = {}
     for cols in per_run:
@@ -197,23 +255,13 @@ def build_table(runs: Sequence[RunData]) -> ReportTable:
     blocks = []
     for data, cols, label in zip(runs, per_run, run_labels(runs)):
         by_label = {column: summary for column, summary, _ in cols}
-        rows = [(name, get, fmt) for name, get, fmt in ROWS]
-        metric = next((main_metric(data.run.workload, s) for s in by_label.values() if s is not None), None)
-        if metric is not None:
-            main_label = metric[0]
-            rows.append((main_label, lambda s, w=data.run.workload: (main_metric(w, s) or ("", 0.0))[1], _one))
-        if any(s is not None and s.statements for s in by_label.values()):
-            rows += [("QPS" if kind == "total" else f"QPS {kind}", lambda s, k=kind: s.qps.get(k, 0.0), _one)
-                     for kind in QPS_KINDS]
-        rows += _timing_rows([s for s in by_label.values() if s is not None])
-        rows += [(name, get, _int) for name, get in COUNT_ROWS]
-        if any(s is not None and s.total("in_doubt") for s in by_label.values()):
-            rows.append((IN_DOUBT_ROW[0], IN_DOUBT_ROW[1], _int))
+        summaries = [s for s in by_label.values() if s is not None]
+        rows = REVIEW_ROWS if review else _rows(data, summaries, txns)
         cells = [[fmt(get(by_label[c])) if by_label.get(c) is not None else "" for c in columns]
                  for _, get, fmt in rows]
         names = [r[0] for r in rows]
         steps = {column: step for column, _, step in cols}
-        for name, row_cells in _observer_rows(data, steps):
+        for name, row_cells in ([] if review else _observer_rows(data, steps)):
             names.append(name)
             cells.append([row_cells[list(steps).index(c)] if c in steps else "" for c in columns])
         blocks.append(Block(label=label, run_id=data.run.id, rows=names, cells=cells))
@@ -299,11 +347,13 @@ def error_lines(runs: Sequence[RunData], most: int = 5) -> list[str]:
     return lines
 
 
-def render(runs: Sequence[RunData], format: str = "rich", width: int = 160) -> str:
-    """The report of ``runs`` side by side as text: "rich" (terminal), "markdown" or "csv"."""
+def render(runs: Sequence[RunData], format: str = "rich", width: int = 160, *, review: bool = False,
+           txns: bool = False) -> str:
+    """The report of ``runs`` side by side as text: "rich" (terminal), "markdown" or "csv"
+    (``review`` and ``txns``: see :func:`build_table`)."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
-    table = build_table(runs)
+    table = build_table(runs, review=review, txns=txns)
     if format == "markdown":
         return to_markdown(table)
     if format == "csv":
