@@ -42,16 +42,29 @@ def one_line(exc: pytest.ExceptionInfo[TpsbenchError], *needles: str) -> None:
 
 # --- the fit ----------------------------------------------------------------------------
 
+#: a finer sweep of loads, as a planning campaign steps them
+FINE = [1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 100, 120, 160, 200]
+
+
 def test_the_fit_recovers_each_parameter_within_5_percent() -> None:
-    # With 2% noise on 8 steps, σ's own standard error is about 4% (the intervals say
-    # so): about a third of seeds land all three within 5%. Seed 4 is one of them; the
-    # coverage test below is the one that holds whatever the draw.
-    fit = fit_usl(LOADS, curve(noise=0.02, seed=4))
-    for got, true in zip((fit.sigma, fit.kappa, fit.lam), TRUE):
-        assert got == pytest.approx(true, rel=0.05)
-    assert fit.ci_method == "covariance"
-    assert fit.r2 > 0.99 and fit.warnings == []
+    # 1% noise per step (a steady step's mean TPS over minutes) on 14 loads: σ's standard
+    # error is then about 2%, and 49 of the first 50 draws land all three parameters
+    # within 5% (the 50th: 6%); a fit that is biased or that mixes σ up with κ fails this.
+    def error(seed: int) -> float:
+        fit = fit_usl(FINE, curve(loads=FINE, noise=0.01, seed=seed))
+        assert fit.ci_method == "covariance" and fit.r2 > 0.99 and fit.warnings == []
+        return max(abs(got / true - 1) for got, true in zip((fit.sigma, fit.kappa, fit.lam), TRUE))
+
+    errors = [error(seed) for seed in range(50)]
+    assert sum(e < 0.05 for e in errors) >= 48 and max(errors) < 0.1, sorted(errors)[-3:]
+
+
+def test_residuals_are_each_steps_relative_miss() -> None:
+    tps = curve(noise=0.02, seed=4)
+    fit = fit_usl(LOADS, tps)
     assert len(fit.residuals) == len(LOADS) and max(map(abs, fit.residuals)) < 0.06
+    predicted = [usl(n, fit.sigma, fit.kappa, fit.lam) for n in LOADS]
+    assert fit.residuals == pytest.approx([(p - t) / t for t, p in zip(tps, predicted)], abs=1e-9)
 
 
 def test_noiseless_data_is_fitted_exactly() -> None:
@@ -93,6 +106,12 @@ def test_super_linear_steps_are_warned_about() -> None:
     assert any("super-linear" in w and "2, 4" in w for w in fit.warnings), fit.warnings
     plain = fit_usl(LOADS, curve(noise=0.02, seed=4))
     assert not any("super-linear" in w for w in plain.warnings)
+
+
+def test_a_curve_falling_from_the_first_step_peaks_at_it_and_says_nothing_scales() -> None:
+    fit = fit_usl([1, 4, 8, 16], [2988.2, 2295.2, 2066.2, 1700.0])  # SQLite's single writer
+    assert fit.n_max == 1.0 and fit.peak_tps == pytest.approx(fit.predict(1))
+    assert any("highest at the smallest load measured (1 user)" in w for w in fit.warnings), fit.warnings
 
 
 def test_amdahl_data_has_no_retrograde_region() -> None:
@@ -265,7 +284,7 @@ def test_plan_fits_the_latest_run_and_says_what_it_can_conclude(results: str) ->
     output, exc = invoke("--results", results, "--sla", "p95<2s", "--users", "16,32")
     assert exc is None, output
     assert output.startswith("run 1: tpcc, no storage label, 4 steps at 1, 2, 4, 8 users"), output
-    for needle in ("σ (contention)", "κ (coherency)", "λ (TPS of one)", "95% [", "intervals from", "R² ",
+    for needle in ("σ (contention)", "κ (coherency)", "λ (TPS of one)", "95% [", "intervals: ", "R² ",
                    "residual", "predicted at 16 users:", "predicted at 32 users:", "SLA p95<2000ms: "):
         assert needle in output, needle
     assert "Nmax " in output  # a peak, or why there is none

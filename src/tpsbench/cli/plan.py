@@ -22,7 +22,7 @@ from tpsbench.results.records import RunData
 #: where a fit's intervals come from, as the block says it
 CI_SOURCES = {"covariance": "the Jacobian's covariance (Student t)",
               "bootstrap": "a bootstrap of the residuals (the covariance is singular or a parameter is on its bound)",
-              "none": "nowhere: 3 loads fit exactly, no noise is left to estimate them from"}
+              "none": "none: 3 loads leave nothing over to estimate them from"}
 
 
 def _interval(low: float, high: float, fmt: str) -> str:
@@ -33,7 +33,7 @@ def _fit_lines(fit: UslFit, loads: list[int]) -> list[str]:
     lines = [f"  σ (contention)  {fit.sigma:<10.4g} {_interval(*fit.sigma_ci, '.4g')}",
              f"  κ (coherency)   {fit.kappa:<10.4g} {_interval(*fit.kappa_ci, '.4g')}",
              f"  λ (TPS of one)  {fit.lam:<10.1f} {_interval(*fit.lam_ci, '.1f')}",
-             f"  intervals from {CI_SOURCES[fit.ci_method]}",
+             f"  intervals: {CI_SOURCES[fit.ci_method]}",
              f"  R² {fit.r2:.4f}",
              f"  {'users':>8} {'TPS':>10} {'fitted':>10} {'residual':>9}"]
     lines += [f"  {n:>8g} {x:>10.1f} {fit.predict(n):>10.1f} {r:>+9.1%}"

@@ -205,8 +205,8 @@ def _warnings(fit: UslFit, repeated: list[float], kappa_zero: bool) -> list[str]
     if repeated:
         out.append(f"repeated user loads averaged ({_loads(repeated)}): the fit sees one point per load")
     if n.size < MIN_STEPS:
-        out.append(f"{n.size} user loads for 3 parameters leave {n.size - 3} degrees of freedom: the curve passes"
-                   f" through every point and nothing checks it; run at least {MIN_STEPS} steps")
+        out.append(f"{n.size} user loads for 3 parameters leave {n.size - 3} degrees of freedom: no step is left"
+                   f" over to check the curve against; run at least {MIN_STEPS} steps")
     efficiency = (x / n) / (x[0] / n[0])
     if np.any(efficiency > SUPERLINEAR):
         out.append(f"efficiency above 1 at {_loads(n[efficiency > SUPERLINEAR])} users (per-user TPS above that at"
@@ -215,6 +215,10 @@ def _warnings(fit: UslFit, repeated: list[float], kappa_zero: bool) -> list[str]
         tail = f"throughput levels off towards λ/σ = {fit.lam / fit.sigma:.1f} TPS" if fit.sigma > 0 else \
             "throughput grows linearly as far as the data goes"
         out.append(f"κ ≈ 0: no retrograde region in reach of the data, so Nmax is undefined; {tail}")
+    if fit.n_max is not None and fit.n_max <= n[0]:
+        out.append(f"throughput is highest at the smallest load measured ({n[0]:g} user{'' if n[0] == 1 else 's'}) and falls with every user"
+                   f" added (σ = {fit.sigma:.2f}): the database does this work one at a time (a single writer, as"
+                   " SQLite's), so more users only queue; there is no scaling region to plan in")
     if fit.r2 < POOR_R2:
         out.append(f"poor fit: R² = {fit.r2:.3f} < {POOR_R2}: the curve explains little of how TPS varies between"
                    " steps (noise as large as the trend, or a shape the USL lacks); its predictions are not to be"
@@ -231,7 +235,8 @@ def fit_usl(users: Sequence[float], tps: Sequence[float]) -> UslFit:
     (sigma_ci, kappa_ci, lam_ci), method = _intervals(n, result)
     top = n[-1]
     kappa_zero = kappa * top * (top - 1) < KAPPA_NEGLIGIBLE * (1 + sigma * (top - 1))
-    n_max = None if kappa_zero else math.sqrt((1 - sigma) / kappa)
+    # the peak of the curve, never below one user: past σ = 1 - κ it would be a fraction of one
+    n_max = None if kappa_zero else max(1.0, math.sqrt((1 - sigma) / kappa))
     fit = UslFit(users=tuple(n.tolist()), tps=tuple(x.tolist()), sigma=sigma, kappa=kappa, lam=lam,
                  sigma_ci=sigma_ci, kappa_ci=kappa_ci, lam_ci=lam_ci, ci_method=method, r2=_r2(x, fitted),
                  residuals=tuple(((fitted - x) / x).tolist()), n_max=n_max,
