@@ -25,7 +25,7 @@ from tpsbench.cli.options import (
     stack,
     workload_option,
 )
-from tpsbench.core.parse import parse_duration, parse_users
+from tpsbench.core.parse import parse_duration, parse_rates, parse_users
 from tpsbench.core.workload import Workload
 
 PROCESSES = click.IntRange(min=1)
@@ -61,6 +61,20 @@ def common_run_options(cls: type[Workload]) -> Decorator:
                           " statement by statement through libpq or mysqlclient (TPC-C with stored procedures,"
                           " every sysbench mode): less client CPU per transaction than a thread per user."
                           " --no-multiplex gives every user a thread of its own."),
+        click.option("--rate", default=None, metavar="TPS[,TPS...]",
+                     help="Pace each step: transactions start on a schedule of this many a second for all its users"
+                          " (one rate, or one per step), whether or not earlier ones have answered; a transaction"
+                          " waiting for a free user queues, and its latency counts from its scheduled start. The"
+                          " report adds the offered and achieved rates, the queue, and the schedule lag and service"
+                          " time apart. Default: no pacing, each user starts its next transaction when its last"
+                          " one answered."),
+        click.option("--arrivals", type=click.Choice(["poisson", "fixed"]), default="poisson", show_default=True,
+                     help="How a paced step's arrivals are spaced: exponential gaps (independent arrivals, as"
+                          " clients send them) or evenly."),
+        click.option("--trace", default=None, metavar="DIR",
+                     help="Write every transaction of the paced steps to DIR/step<N>-worker<M>.csv: user, name,"
+                          " scheduled start, start and end (ns since the step began), committed; for checking the"
+                          " latencies against your own arithmetic."),
         click.option("--seed", type=int, default=None, metavar="SEED",
                      help="Random seed, 0 to 2^63-1 (default: drawn, and stored with the run)."),
         click.option("--force", is_flag=True,
@@ -138,6 +152,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
             build_scale=build_scale(cls, values["build_if_missing"], values["scale"]),
             multiplex=values["multiplex"], force=values["force"],
             storage_file=values["storage_file"], data_path=values["data_path"],
+            rates=parse_rates(values["rate"]), arrivals=values["arrivals"], trace_dir=values["trace"],
             **campaign_fields(values["campaign"]),
         )
         record = run(config, live=lambda line: click.echo(line, err=True))

@@ -10,6 +10,7 @@ and after the last, against what the driver counted.
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -72,6 +73,12 @@ class RunConfig:
     multiplex: bool = True
     #: run even while another run is active on the same data (both honesty checks then fail)
     force: bool = False
+    #: paced steps (tpsbench.engine.pacing): arrivals per second, one per step or one for
+    #: all (empty: closed loops), and how they are spaced ("poisson" or "fixed")
+    rates: list[float] = field(default_factory=list)
+    arrivals: str = "poisson"
+    #: a folder where paced steps write every transaction's timestamps (None: no trace)
+    trace_dir: str | None = None
 
 
 @dataclass
@@ -81,6 +88,34 @@ class RunRecord:
     outcome: RunOutcome
     honesty: dict[str, Any]
     store: ResultsStore
+
+
+def _step_rates(config: RunConfig) -> list[float]:
+    """Each step's rate: none, one for all, or one per step; a one-line error otherwise.
+    Pacing decides when transactions start, so think and keying times would fight it."""
+    if not config.rates:
+        return [0.0] * len(config.users)
+    if len(config.rates) not in (1, len(config.users)):
+        raise TpsbenchError(f"--rate gives {len(config.rates)} rates for {len(config.users)} steps: give one, or "
+                            "one per step")
+    if any(r > 0 for r in config.rates) and config.options.get("think", "off") != "off":
+        raise TpsbenchError("--rate schedules every transaction's start, so it cannot be combined with think "
+                            f"times (--think {config.options['think']}): use --think off")
+    return config.rates * len(config.users) if len(config.rates) == 1 else list(config.rates)
+
+
+def _trace_dir(config: RunConfig) -> str:
+    """The trace folder, made if need be, as an absolute path the workers share; "" for none."""
+    if config.trace_dir is None:
+        return ""
+    if not config.rates:
+        raise TpsbenchError("--trace writes the timestamps of paced steps: give --rate too")
+    folder = Path(config.trace_dir).resolve()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TpsbenchError(f"cannot make the trace folder {config.trace_dir}: {exc.strerror or exc}") from None
+    return str(folder)
 
 
 def run(config: RunConfig, live: Callable[[str], None] | None = print,
@@ -94,7 +129,9 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     """
     wl = get_workload(config.workload)
     steps = [LoadStep(users=u, duration_s=config.duration_s, rampup_s=config.rampup_s,
-                      interval_s=config.interval_s, multiplex=config.multiplex) for u in config.users]
+                      interval_s=config.interval_s, multiplex=config.multiplex, rate=rate, arrivals=config.arrivals,
+                      trace_dir=_trace_dir(config))
+             for u, rate in zip(config.users, _step_rates(config))]
     check_steps(steps)  # everything the config alone can refuse, before anything is written
     if config.seed is not None:
         check_seed(config.seed)
@@ -141,21 +178,24 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         config=stored_config | {"options": ctx.options, "driver_host": driver_host(), "storage": facts.stored()},
         seed=seed, server=target.server_info(), notes=config.notes, tool_version=__version__,
     )
-    if live is not None:
-        live(plan_line(run_id, config, store.url))
-    mark = note_run_started(target, wl.name) if read_meta(target, wl.name) else ""
-    before = _database_counts(wl, target)
     users_by_step = {n: u for n, u in enumerate(config.users, start=1)}
     outcome = RunOutcome(RunStatus.INTERRUPTED, [])
     status = "failed"
     kept: list[int] = []  # the steps the store holds in full
     stopped: StoreUnwritable | None = None  # a write failed: the run stopped there
+    mark = ""
+    before: dict[str, int] | None = None  # the database's own counts, once read
 
     def store_step(result: StepOutcome) -> None:
         _finish_step(store, run_id, result, live, secrets_of(target.url))
         kept.append(result.step)
 
+    # the run is stored as running from here: whatever ends it now (a signal, a lost database) must end it there
     try:
+        if live is not None:
+            live(plan_line(run_id, config, store.url))
+        mark = note_run_started(target, wl.name) if read_meta(target, wl.name) else ""
+        before = _database_counts(wl, target)
         outcome = run_plan(
             plan,
             on_interval=lambda report: store.add_interval(run_id, report, users_by_step[report.step]),
@@ -171,8 +211,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     finally:
         if stopped is not None:  # no step outcome comes back from a run_plan that raised
             honesty: dict[str, Any] = {"match": None, "skipped": "the results store could not be written"}
-        elif status == "interrupted" and not outcome.steps:  # cut short before any step outcome came back
-            honesty = {"match": None, "skipped": "interrupted before the steps' counts were in"}
+        elif before is None or (status == "interrupted" and not outcome.steps):  # cut short before any step came back
+            honesty = {"match": None, "skipped": f"{status} before the steps' counts were in"}
         else:
             honesty = honesty_check(wl, before, _database_counts(wl, target),
                                     (result.total() for result in outcome.steps))

@@ -53,6 +53,10 @@ def parse_duration(text: str | float) -> float:
     return seconds
 
 
+#: the most transactions per second a paced step may be asked for
+MAX_RATE = 10_000_000
+
+
 def parse_users(text: str) -> list[int]:
     """User loads from "1,20,50,100,300" (sysbench-style thread counts too)."""
     try:
@@ -64,6 +68,20 @@ def parse_users(text: str) -> list[int]:
     if max(loads) > MAX_USERS:
         raise TpsbenchError(f"--users must list at most {MAX_USERS:,} users a step, got {max(loads):,}")
     return loads
+
+
+def parse_rates(text: str | None) -> list[float]:
+    """``--rate``: transactions per second of a paced step, one for every step or one per
+    step ("100,200,400"); 0 leaves a step a closed loop. None or "": no pacing."""
+    if not text:
+        return []
+    try:
+        rates = [float(part) for part in text.split(",")]
+    except ValueError:
+        raise TpsbenchError(f"--rate takes transactions per second, e.g. 200 or 100,200,400, got {text!r}") from None
+    if not all(0 <= r < MAX_RATE for r in rates):  # NaN fails too
+        raise TpsbenchError(f"--rate values must be 0 (no pacing) or positive and below {MAX_RATE:,}, got {text!r}")
+    return rates
 
 
 def check_seed(seed: int) -> int:

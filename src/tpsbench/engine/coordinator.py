@@ -38,12 +38,13 @@ from typing import TypeVar
 
 from tpsbench.core import watchdog
 from tpsbench.core.errors import Terminated, TpsbenchError
-from tpsbench.core.parse import MAX_DURATION_S, MAX_USERS
+from tpsbench.core.parse import MAX_DURATION_S, MAX_RATE, MAX_USERS
 from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
 from tpsbench.engine.local import LocalProcesses
 from tpsbench.engine.merge import IntervalMerger, fresh_copy
+from tpsbench.engine.pacing import ARRIVALS, PACING, share, step_figures
 from tpsbench.engine.protocol import (STOP_GRACE_S, Stop, WorkerFailed, WorkerLost, WorkerReady, WorkerStep,
                                       WorkerStepDone, interval_bounds)
 from tpsbench.engine.transport import Transport
@@ -77,6 +78,12 @@ class LoadStep:
     interval_s: float = 10.0
     #: host users whose sessions allow it on one shared thread per worker (tpsbench.engine.multiplex)
     multiplex: bool = True
+    #: a paced step's arrivals per second for all its users, and their spacing
+    #: (tpsbench.engine.pacing); 0: a closed loop, each user's next transaction after its last
+    rate: float = 0.0
+    arrivals: str = "poisson"
+    #: a folder where a paced step's workers write every transaction's timestamps ("": none)
+    trace_dir: str = ""
 
 
 class RunStatus(str, Enum):
@@ -169,6 +176,11 @@ def check_steps(steps: Sequence[LoadStep]) -> None:
             if not (0.0 <= seconds if zero else 0.0 < seconds) or not seconds <= MAX_DURATION_S:  # NaN fails too
                 bound = "0 s or longer" if zero else "longer than 0 s"
                 raise TpsbenchError(f"a step's {what} must be {bound} and at most 30 days, not {seconds} s")
+        if not 0 <= step.rate < MAX_RATE:
+            raise TpsbenchError(f"a step's rate must be 0 (no pacing) or positive and below {MAX_RATE:,}, "
+                                f"not {step.rate}")
+        if step.arrivals not in ARRIVALS:
+            raise TpsbenchError(f"arrivals must be one of {', '.join(ARRIVALS)}, not {step.arrivals!r}")
 
 
 def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None = None,
@@ -294,7 +306,9 @@ class Coordinator:
         for index in range(plan.workers):
             users = list(range(index, step.users, active)) if index < active else []
             message = WorkerStep(number, users, step.users, step.rampup_s, step.duration_s, step.interval_s,
-                                 start_at, think, step.multiplex, active)
+                                 start_at, think, step.multiplex, active, rate=share(step.rate, len(users), step.users),
+                                 arrivals=step.arrivals, phase=index / active, seed=plan.ctx.seed,
+                                 trace_dir=step.trace_dir)
             if transport.send(index, message):
                 sent.add(index)
             else:
@@ -309,6 +323,11 @@ class Coordinator:
         result.intervals = merger.flush()
         result.summary = SteadySummary.from_reports(result.intervals, step.users, number)
         result.observations = self.observers.steady()
+        if step.rate > 0:
+            steady = [(r.seconds, r.arrivals, r.total("commits") + r.total("rollbacks"), r.queue)
+                      for r in result.intervals if r.steady]
+            if steady:
+                result.observations[PACING] = step_figures(steady)
         return result
 
     def collect(self, number: int, step: LoadStep, start_at: float, pending: set[int], merger: IntervalMerger,
@@ -355,8 +374,14 @@ class Coordinator:
         if self.failure is not None:
             return
         report.observations = self.observers.interval(report.interval)
+        paced: tuple[str, ...] = ()
+        if step.rate > 0 and report.seconds:
+            report.observations[PACING] = {"offered_per_s": report.arrivals / report.seconds,
+                                           "queue": float(report.queue)}
+            paced = (f"offered {report.arrivals / report.seconds:.1f}/s, queue {report.queue}",)
         if self.live is not None and report.interval < len(planned):
             notes = () if report.steady else ("ramp-up",) if not planned[report.interval] else ("partial",)
+            notes = (*paced, *notes)
             elapsed = report.t_end - start_at
             left = f"{clock(step.rampup_s + step.duration_s - elapsed)} left"
             self.live(live_line(report, step.users, elapsed, f"{number}/{len(self.plan.steps)}", (*notes, left)))

@@ -37,6 +37,14 @@ class WorkerStep:
     #: users whose sessions allow it share one thread (tpsbench.engine.multiplex)
     multiplex: bool = True
     workers: int = 1
+    #: paced steps (tpsbench.engine.pacing): this worker's arrivals per second (0: a closed
+    #: loop), how they are spaced, the fraction of a gap its schedule is offset by, its seed
+    rate: float = 0.0
+    arrivals: str = "poisson"
+    phase: float = 0.0
+    seed: int = 0
+    #: a folder where a paced step writes every transaction's timestamps ("": none)
+    trace_dir: str = ""
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from tpsbench.core.errors import TpsbenchError, first_line
 from tpsbench.core.session import Session
 from tpsbench.core.target import Target, close_quietly
+from tpsbench.engine.pacing import LAG, SERVICE, Schedule
 from tpsbench.measure.recorder import IntervalRecorder
 
 if TYPE_CHECKING:
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
 
 #: attempts of one transaction after the first on a retryable error (deadlock, serialization)
 MAX_RETRIES = 10
+#: what attempts() says of a transaction: committed, rolled back as expected, failed (counted),
+#: or failed with the connection and no new one before the step ended
+COMMITTED, ROLLED_BACK, FAILED, GONE = 1, 0, -1, -2
 #: reconnect back-off: first wait, cap (seconds); doubled per failed attempt, with jitter
 BACKOFF_FIRST_S = 0.05
 BACKOFF_MAX_S = 2.0
@@ -77,6 +81,9 @@ class VirtualUser:
         #: (both reset by the worker between steps, when no user thread runs)
         self.session: Session | None = None
         self.counted: dict[str, int] = {}
+        #: a paced step's trace when asked for (tpsbench.engine.pacing): per transaction
+        #: (name, scheduled start, start, end in ns, committed or not); None: not traced
+        self.trace: list[tuple[str, int, int, int, bool]] | None = None
 
     def close(self) -> None:
         close_quietly(self.conn)
@@ -99,9 +106,10 @@ class VirtualUser:
         return False
 
     def run(self, open_session: Callable[..., Session], start_mono: float, stop: threading.Event,
-            think: bool, mux: Multiplexer | None) -> None:
+            think: bool, mux: Multiplexer | None, schedule: Schedule | None = None) -> None:
         """The user: wait for its ramp-up slot (``start_mono``, on the monotonic clock),
-        connect, open its session (``open_session(conn=, target=)``), loop until stop."""
+        connect, open its session (``open_session(conn=, target=)``), loop until stop
+        (paced by ``schedule`` in a paced step)."""
         first = self.recorder.names[0]
         delay = start_mono - time.monotonic()
         if delay > 0 and stop.wait(delay):
@@ -124,7 +132,7 @@ class VirtualUser:
                 stop.wait(BACKOFF_FIRST_S)
                 continue
             self.session = session
-            self.loop(session, stop, think, mux)
+            self.loop(session, stop, think, mux, schedule)
             return
 
     def reconnect(self, session: Session, stop: threading.Event, name: str) -> bool:
@@ -143,10 +151,14 @@ class VirtualUser:
             if stop.wait(BACKOFF_FIRST_S):
                 return False
 
-    def loop(self, session: Session, stop: threading.Event, think: bool, mux: Multiplexer | None) -> None:
-        """Until the step stops: on the worker's shared thread where the session allows
-        it (tpsbench.engine.multiplex), reconnecting here whenever its connection is lost;
-        else on this thread (hot_loop)."""
+    def loop(self, session: Session, stop: threading.Event, think: bool, mux: Multiplexer | None,
+             schedule: Schedule | None = None) -> None:
+        """Until the step stops: paced by ``schedule`` (paced_loop); on the worker's shared
+        thread where the session allows it (tpsbench.engine.multiplex), reconnecting here
+        whenever its connection is lost; else on this thread (hot_loop)."""
+        if schedule is not None:
+            self.paced_loop(session, stop, schedule)
+            return
         if mux is None or not mux.can_host(session):
             self.hot_loop(session, stop, think)
             return
@@ -156,7 +168,7 @@ class VirtualUser:
 
     def hot_loop(self, session: Session, stop: threading.Event, think: bool) -> None:
         """Hot path: nothing here allocates beyond the session's own work and one record()."""
-        target, rec, clock = self.target, self.recorder, time.perf_counter_ns
+        rec, clock = self.recorder, time.perf_counter_ns
         while not stop.is_set():
             name = session.next_transaction()
             if not name:  # a background session with no work yet (it waited for some)
@@ -166,28 +178,58 @@ class VirtualUser:
                 if wait > 0 and stop.wait(wait):
                     break
             inputs = session.inputs(name)
-            retries = 0
             t0 = clock()
-            while True:
-                try:
-                    committed = session.execute(name, inputs)
-                except Exception as exc:  # noqa: BLE001 - sorted by the target in triage()
-                    outcome = triage(target, rec, name, exc, retries)
-                    if outcome == "retry":
-                        retries += 1
-                        continue
-                    if outcome == "reconnect":
-                        if not self.reconnect(session, stop, name):
-                            return
-                    else:
-                        self.rollback_quietly()
-                    break
-                rec.record(name, (clock() - t0) // 1000, committed)
-                break
+            outcome = self.attempts(session, name, inputs, stop)
+            if outcome >= ROLLED_BACK:
+                rec.record(name, (clock() - t0) // 1000, outcome == COMMITTED)
+            elif outcome == GONE:
+                return
             if think:
                 wait = session.think_time(name)
                 if wait > 0 and stop.wait(wait):
                     break
+
+    def paced_loop(self, session: Session, stop: threading.Event, schedule: Schedule) -> None:
+        """A paced step (tpsbench.engine.pacing): take the next scheduled arrival, start it
+        when it is due (at once when it is overdue: it waited in the queue), and time it
+        from its scheduled start; the wait for a free user and the service are timings."""
+        rec, clock = self.recorder, time.monotonic_ns
+        while not stop.is_set():
+            intended = schedule.take()
+            wait = intended - clock()
+            if wait > 0 and stop.wait(wait / 1e9):
+                break
+            name = session.next_transaction()
+            inputs = session.inputs(name)
+            started = clock()
+            outcome = self.attempts(session, name, inputs, stop)
+            if outcome >= ROLLED_BACK:
+                done = clock()
+                rec.record(name, (done - intended) // 1000, outcome == COMMITTED)
+                rec.record_timing(LAG, (started - intended) // 1000)
+                rec.record_timing(SERVICE, (done - started) // 1000)
+                if self.trace is not None:
+                    self.trace.append((name, intended, started, done, outcome == COMMITTED))
+            elif outcome == GONE:
+                return
+
+    def attempts(self, session: Session, name: str, inputs: object, stop: threading.Event) -> int:
+        """Run ``name`` until it commits, rolls back as expected or fails for good
+        (retries and reconnects counted in triage): COMMITTED, ROLLED_BACK, FAILED, or
+        GONE when the connection was lost and the step ended before a new one."""
+        target, rec, retries = self.target, self.recorder, 0
+        while True:
+            try:
+                return COMMITTED if session.execute(name, inputs) else ROLLED_BACK
+            except Exception as exc:  # noqa: BLE001 - sorted by the target in triage()
+                outcome = triage(target, rec, name, exc, retries)
+                if outcome == "retry":
+                    retries += 1
+                    continue
+                if outcome == "reconnect":
+                    return FAILED if self.reconnect(session, stop, name) else GONE
+                self.rollback_quietly()
+                return FAILED
 
     def rollback_quietly(self) -> None:
         try:

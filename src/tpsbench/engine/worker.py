@@ -34,11 +34,13 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from tpsbench.core.errors import TpsbenchError, first_line
 from tpsbench.core.session import Background, RunContext, Session
 from tpsbench.core.workload import Workload
 from tpsbench.engine.multiplex import Multiplexer
+from tpsbench.engine.pacing import TIMINGS, Schedule
 from tpsbench.engine.protocol import (STOP_GRACE_S, WorkerFailed, WorkerReady, WorkerStep, WorkerStepDone,
                                       interval_bounds)
 from tpsbench.engine.transport import WorkerLink
@@ -62,6 +64,11 @@ class Worker:
         self.background: list[tuple[Background, VirtualUser]] = []
         self.last_users_in_step = 0
         self.stopped = False
+        #: this step's arrivals when it is paced (tpsbench.engine.pacing), else None
+        self.schedule: Schedule | None = None
+        self.start_mono = 0.0
+        #: the schedule's arrivals reported so far in this step
+        self.arrived = 0
 
     def serve(self) -> None:
         self.link.send(WorkerReady(self.index, os.getpid()))
@@ -102,14 +109,17 @@ class Worker:
                 self.users[uid] = VirtualUser(uid, self.target, self.recorder)
         for user in self.users.values():
             user.session, user.counted = None, {}
+            user.trace = [] if plan.trace_dir and plan.rate > 0 else None
         self.last_users_in_step = plan.users_in_step
 
     def run_step(self, plan: WorkerStep) -> None:
         problems: list[str] = []
         self.prepare_users(plan)
-        start_mono = time.monotonic() + (plan.start_at - time.time())
+        start_mono = self.start_mono = time.monotonic() + (plan.start_at - time.time())
         stop = threading.Event()
-        mux = Multiplexer(self.target, self.recorder, stop, plan.think) if plan.multiplex else None
+        self.schedule, self.arrived = self.pace(plan, start_mono), 0
+        paced = self.schedule is not None
+        mux = Multiplexer(self.target, self.recorder, stop, plan.think) if plan.multiplex and not paced else None
         if mux is not None:
             mux.start()
         # before the users open their sessions, which may hand work to them
@@ -121,7 +131,7 @@ class Worker:
             # user ids are 0..users_in_step-1: the ramp-up stagger is global
             slot = start_mono + plan.rampup_s * uid / max(plan.users_in_step, 1)
             opener = functools.partial(self.workload.open_session, self.ctx, uid, plan.users_in_step)
-            self.start(user, f"user {uid}", opener, slot, stop, plan.think, mux, problems)
+            self.start(user, f"user {uid}", opener, slot, stop, plan.think, mux, problems, self.schedule)
         bounds = interval_bounds(plan.rampup_s, plan.duration_s, plan.interval_s)
         number = 0
         for number, (begin, end, steady) in enumerate(bounds):
@@ -143,7 +153,35 @@ class Worker:
         # the stragglers: transactions in flight at the end (or at a stop) are reported too
         begin = bounds[number][0] if self.stopped and number < len(bounds) else (bounds[-1][1] if bounds else 0.0)
         self.send_report(plan, number, begin, time.monotonic() - start_mono, False)
+        if plan.trace_dir and self.schedule is not None:
+            self.write_trace(plan, problems)
         self.link.send(WorkerStepDone(self.index, plan.step, self.stopped, problems))
+
+    def pace(self, plan: WorkerStep, start_mono: float) -> Schedule | None:
+        """A paced step's schedule (None: a closed loop), starting when the step's last user
+        reaches its ramp-up slot, and the recorder told of the pacing timings."""
+        timings = self.workload.timing_names
+        if not (plan.rate > 0 and plan.users):
+            self.recorder.set_timings(timings)
+            return None
+        self.recorder.set_timings((*timings, *TIMINGS))
+        last_slot = start_mono + plan.rampup_s * (plan.users_in_step - 1) / plan.users_in_step
+        seed = hash((plan.seed, plan.step, self.index)) & 0x7FFFFFFF
+        return Schedule(plan.rate, plan.arrivals, int(last_slot * 1e9), seed, plan.phase)
+
+    def write_trace(self, plan: WorkerStep, problems: list[str]) -> None:
+        """The step's transactions, one line each: user, name, scheduled start, start and
+        end (ns since the step's start), committed; a failure to write is a problem of the step."""
+        path = Path(plan.trace_dir) / f"step{plan.step}-worker{self.index}.csv"
+        zero = int(self.start_mono * 1e9)
+        try:
+            with path.open("w", encoding="utf-8") as out:
+                out.write("user,txn,scheduled_ns,start_ns,end_ns,committed\n")
+                for uid, user in self.users.items():
+                    for name, intended, started, done, committed in user.trace or ():
+                        out.write(f"{uid},{name},{intended - zero},{started - zero},{done - zero},{int(committed)}\n")
+        except OSError as exc:
+            problems.append(f"could not write the trace {path}: {exc.strerror or exc}")
 
     def start_background(self, plan: WorkerStep, start_mono: float, stop: threading.Event,
                          problems: list[str]) -> None:
@@ -158,9 +196,11 @@ class Worker:
             self.start(user, component.name, opener, start_mono, stop, False, None, problems)
 
     def start(self, user: VirtualUser, who: str, open_session: Callable[..., Session], start_mono: float,
-              stop: threading.Event, think: bool, mux: Multiplexer | None, problems: list[str]) -> None:
+              stop: threading.Event, think: bool, mux: Multiplexer | None, problems: list[str],
+              schedule: Schedule | None = None) -> None:
         user.thread = threading.Thread(target=self.guarded,
-                                       args=(user, who, open_session, start_mono, stop, think, mux, problems),
+                                       args=(user, who, open_session, start_mono, stop, think, mux, problems,
+                                             schedule),
                                        name=who, daemon=True)
         user.thread.start()
 
@@ -187,6 +227,11 @@ class Worker:
         statements = self.statements_since_last_report()
         report = self.recorder.take(plan.step, number, plan.start_at + begin, plan.start_at + end, steady=steady)
         report.statements = statements
+        if self.schedule is not None:
+            at = min(int((self.start_mono + end) * 1e9), time.monotonic_ns())
+            arrived = self.schedule.count_until(at)
+            report.arrivals, self.arrived = arrived - self.arrived, arrived
+            report.queue = self.schedule.queued(at)
         self.link.send(report)
 
     def statements_since_last_report(self) -> dict[str, int]:
@@ -204,10 +249,10 @@ class Worker:
 
     @staticmethod
     def guarded(user: VirtualUser, who: str, open_session: Callable[..., Session], start_mono: float,
-                stop: threading.Event,
-                think: bool, mux: Multiplexer | None, problems: list[str]) -> None:
+                stop: threading.Event, think: bool, mux: Multiplexer | None, problems: list[str],
+                schedule: Schedule | None) -> None:
         try:
-            user.run(open_session, start_mono, stop, think, mux)
+            user.run(open_session, start_mono, stop, think, mux, schedule)
         except Exception as exc:  # noqa: BLE001 - a session bug ends this user, not the worker
             kind = "" if isinstance(exc, TpsbenchError) else f"{type(exc).__name__}: "
             problems.append(f"{who} ended: {kind}{first_line(exc)}")

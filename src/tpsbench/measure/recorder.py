@@ -66,6 +66,12 @@ class IntervalRecorder:
         self._samples: dict[tuple[str, str], int] = {}
         self._timings: dict[str, list[float]] = {name: [] for name in self.timing_names}
 
+    def set_timings(self, names: Sequence[str]) -> None:
+        """Record these timings from now on (a paced step adds its own, tpsbench.engine.pacing)."""
+        with self._lock:
+            self.timing_names = tuple(names)
+            self._timings = {name: self._timings.get(name, []) for name in self.timing_names}
+
     def record(self, name: str, latency_us: float, committed: bool) -> None:
         """One completed transaction: its latency in microseconds, committed or rolled back."""
         try:

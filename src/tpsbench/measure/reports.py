@@ -90,6 +90,10 @@ class IntervalReport:
     #: what the step observers read over the interval (tpsbench.measure.observers), set by
     #: the coordinator on the merged report; workers send none
     observations: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: paced steps (tpsbench.engine.pacing): arrivals scheduled in the interval, and those
+    #: due but not started by a user at its end (the queue)
+    arrivals: int = 0
+    queue: int = 0
 
     def merge(self, other: IntervalReport) -> None:
         """Add ``other`` (another worker's report of the same interval) into this one."""
@@ -104,6 +108,8 @@ class IntervalReport:
             else:
                 self.txns[name] = TxnReport(**asdict(txn))
         self.reconnects += other.reconnects
+        self.arrivals += other.arrivals
+        self.queue += other.queue
         add_counts(self.statements, other.statements)
         for name, data in other.timings.items():
             mine = self.timings.get(name)

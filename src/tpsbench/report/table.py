@@ -27,6 +27,7 @@ from datetime import datetime
 from rich.console import Console
 from rich.table import Table
 
+from tpsbench.engine.pacing import PACING
 from tpsbench.measure.db_counters import DatabaseCounters
 from tpsbench.measure.disk_io import DiskIo
 from tpsbench.measure.honesty import honesty_text
@@ -138,6 +139,9 @@ OBSERVER_ROWS: list[tuple[str, str, Figure, float, Callable[[float], str], bool]
     ("Buffer hit (%)", DatabaseCounters.name, ("buffer_hit_pct",), 1.0, _one, False),
     *((f"Host CPU {figure} (%)", HostCpu.name, (figure,), 1.0, _one, False) for figure in CPU_FIGURES),
     ("Outage (s)", Reachability.name, ("down_s",), 1.0, _one, True),
+    ("Offered rate (/s)", PACING, ("offered_per_s",), 1.0, _one, False),
+    ("Achieved rate (/s)", PACING, ("achieved_per_s",), 1.0, _one, False),
+    ("Queue at end", PACING, ("queue_end",), 1.0, _int, False),
 ]
 
 
