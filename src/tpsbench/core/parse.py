@@ -6,9 +6,10 @@ so the CLI can print it as one line.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,31 @@ def parse_rates(text: str | None) -> list[float]:
     if not all(0 <= r < MAX_RATE for r in rates):  # NaN fails too
         raise TpsbenchError(f"--rate values must be 0 (no pacing) or positive and below {MAX_RATE:,}, got {text!r}")
     return rates
+
+
+def parse_mix(text: str, names: Sequence[str]) -> dict[str, float]:
+    """``--mix new_order=50,payment=40,...``: each named transaction's share of the mix,
+    normalised to sum to 1; the transactions not named do not run. One-line errors for an
+    unknown name, a weight that is not a positive number, a name given twice, or no weight."""
+    shares: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",")):
+        name, eq, value = part.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            raise TpsbenchError(f"--mix takes NAME=WEIGHT pairs separated by commas, got {part!r}")
+        if name not in names:
+            raise TpsbenchError(f"--mix: unknown transaction {name!r}; known: {', '.join(names)}")
+        if name in shares:
+            raise TpsbenchError(f"--mix names {name} twice")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = math.nan
+        if not 0 < weight < math.inf:
+            raise TpsbenchError(f"--mix: the weight of {name} must be a positive number, got {value.strip()!r}")
+        shares[name] = weight
+    total = sum(shares.values())
+    return {name: weight / total for name, weight in shares.items()}
 
 
 def check_seed(seed: int) -> int:

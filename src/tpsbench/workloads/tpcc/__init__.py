@@ -21,7 +21,7 @@ from tpsbench.core.target import Target
 from tpsbench.core.workload import Check, LoadParams, LoadTask, Workload
 from tpsbench.workloads.tpcc import counts, deferred, loader, mix
 from tpsbench.workloads.tpcc.checks import CHECKS
-from tpsbench.workloads.tpcc.session import DELIVERY_MODES, RUN_OPTIONS, TpccSession, uses_procedures
+from tpsbench.workloads.tpcc.session import DELIVERY_MODES, RUN_OPTIONS, TpccSession, mix_shares, uses_procedures
 from tpsbench.workloads.tpcc.sql import statements
 
 #: users one worker hosts with stored procedures before a step spreads over another (users_per_worker)
@@ -76,6 +76,7 @@ class TpccWorkload(Workload):
         if mode not in DELIVERY_MODES:
             raise TpsbenchError(f"TPC-C option delivery={mode!r}: use one of {', '.join(DELIVERY_MODES)}")
         self.deferred_delivery = mode == "deferred"
+        mix_shares(options)  # refused now, not in every worker
         self.timing_names = deferred.TIMINGS if self.deferred_delivery else ()
 
     def background(self, ctx: RunContext, worker: int, workers: int) -> Sequence[Background]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import random
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from functools import partial
 from itertools import chain, islice, repeat
@@ -58,8 +58,11 @@ class Deck:
 
     __slots__ = ("_deal",)
 
-    def __init__(self, gen: np.random.Generator) -> None:
-        cards = np.array([name for name, count in WEIGHTS.items() for _ in range(count)], dtype=object)
+    def __init__(self, gen: np.random.Generator, shares: Mapping[str, float] | None = None) -> None:
+        """``shares``: each transaction's share of the mix (``--mix``, summing to 1), dealt
+        as cards per 1,000; default WEIGHTS, the cards per 100 of the rules' mix."""
+        counts = WEIGHTS if shares is None else {name: round(1000 * share) for name, share in shares.items()}
+        cards = np.array([name for name, count in counts.items() for _ in range(count)], dtype=object)
         self._deal: Iterator[str] = chain.from_iterable(map(_shuffled, repeat(cards), repeat(gen)))
 
     def draw(self) -> str:

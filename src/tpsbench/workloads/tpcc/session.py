@@ -34,16 +34,17 @@ use their cursor (sqlite3 caches its compiled statements by text already).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tpsbench.core.session import RunContext, Session, Statement
 from tpsbench.core.workload import Option
 from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.parse import parse_mix
 from tpsbench.core.target import Target
 from tpsbench.workloads.tpcc import delivery, new_order, order_status, payment, procedures, stock_level
 from tpsbench.workloads.tpcc.loader import DISTRICTS_PER_WAREHOUSE
-from tpsbench.workloads.tpcc.mix import Deck, Draws, keying_time, run_constants, think_time
+from tpsbench.workloads.tpcc.mix import TRANSACTIONS, Deck, Draws, keying_time, run_constants, think_time
 from tpsbench.workloads.tpcc.sql import Statements, statements
 
 #: psycopg's prepared statements per connection: room for every statement variant in use
@@ -68,6 +69,9 @@ RUN_OPTIONS = (
            " transaction, so the driver takes little CPU from the database; 'off': the driver sends each"
            " transaction's statements itself; 'auto': 'on' where tpsbench has procedures for the database"
            " (PostgreSQL, MySQL, MariaDB).", PROCEDURE_MODES),
+    Option("mix", "", "Each transaction's weight, e.g. new_order=50,payment=40,order_status=4,delivery=3,"
+           "stock_level=3 (normalised; a transaction left out does not run). Default: the rules' mix, "
+           "45/43/4/4/4."),
     Option("delivery", "inline", "'inline': the terminal runs its Delivery itself and waits for it; 'deferred':"
            " it queues the request and goes on, and executors beside the users run it (clause 2.7.2's"
            " queued mode), with the time in the queue and the execution reported apart (delivery_queue,"
@@ -99,6 +103,12 @@ def uses_procedures(options: dict[str, str], s: Statements) -> bool:
     return mode == "on" or (mode == "auto" and procedures.available(s))
 
 
+def mix_shares(options: Mapping[str, str]) -> dict[str, float] | None:
+    """The mix --mix asks for (None: the rules' mix), or a one-line error."""
+    text = options.get("mix", "")
+    return parse_mix(text, TRANSACTIONS) if text else None
+
+
 class TpccSession(Session):
     """A TPC-C terminal on one DB-API connection (see the module docstring)."""
 
@@ -123,7 +133,7 @@ class TpccSession(Session):
         except ValueError as exc:
             raise TpsbenchError(f"TPC-C: {exc}; rebuild the database") from exc
         self.draw = Draws(ctx.seed, user_id, ctx.scale, self.c_run)
-        self.deck = Deck(self.draw.gen)
+        self.deck = Deck(self.draw.gen, mix_shares(ctx.options))
         self.stmts = statements(target.sql, target.placeholder())
         #: one stored-procedure call per transaction, in autocommit (procedures.py)
         self.procedures = self.one_statement = uses_procedures(ctx.options, self.stmts)
