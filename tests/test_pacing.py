@@ -50,6 +50,14 @@ def test_the_queue_is_what_is_due_and_not_taken_and_counts_only_grow() -> None:
     assert schedule.count_until(12_500_000) == 12 and schedule.queued(12_500_000) == 0
 
 
+def test_arrivals_taken_long_ago_are_let_go_of_and_still_counted() -> None:
+    schedule = Schedule(1e6, "fixed", 0, seed=0)  # an arrival every microsecond
+    taken = [schedule.take() for _ in range(450_000)]
+    assert taken[-1] == 450_000_000 and len(schedule.times) < 450_000
+    assert schedule.count_until(400_000_500) == 400_000 and schedule.queued(460_000_000) == 10_000
+    assert schedule.count_until(460_000_000) == 459_999
+
+
 @pytest.mark.parametrize(("text", "needle"), [("fast", "transactions per second"), ("-5", "must be 0"),
                                               ("nan", "must be 0"), ("100,,200", "transactions per second")])
 def test_bad_rates_are_one_line(text: str, needle: str) -> None:

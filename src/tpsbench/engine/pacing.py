@@ -24,9 +24,10 @@ store keeps them without a table of their own.
 
 from __future__ import annotations
 
+import bisect
 import random
 import threading
-from collections import deque
+from array import array
 from collections.abc import Sequence
 
 #: how arrivals are spaced: exponential gaps (a Poisson process) or all alike
@@ -36,13 +37,18 @@ PACING = "pacing"
 #: the timings of a paced step: waiting for a free user, then being served
 LAG, SERVICE = "schedule_lag", "service_time"
 TIMINGS = (LAG, SERVICE)
+#: arrivals kept after they were taken: more than users can hold ahead of their time,
+#: so that counting the arrivals before an interval's end never needs one let go of
+KEPT_TAKEN = 200_000
 
 
 class Schedule:
     """One worker's arrivals: ``rate`` per second from ``start_ns`` (monotonic clock).
 
     Users take arrivals in order (:meth:`take`); the arrivals due but not taken are the
-    queue (:meth:`queued`). Thread-safe: every user of the worker takes from it.
+    queue (:meth:`queued`). The arrivals drawn are kept in one sorted array of 8-byte
+    times (a rate no user keeps up with queues millions), and counted by bisection.
+    Thread-safe: every user of the worker takes from it.
     """
 
     def __init__(self, rate: float, kind: str, start_ns: int, seed: int, phase: float = 0.0) -> None:
@@ -54,29 +60,34 @@ class Schedule:
         self.poisson = kind == "poisson"
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
-        #: the arrivals drawn and not yet taken by a user, in order
-        self.pending: deque[int] = deque()
-        #: the arrivals drawn and not yet counted by :meth:`count_until`, and those counted
-        self.uncounted: deque[int] = deque()
-        self.counted = 0
+        #: the arrivals drawn, in order: ``times[head:]`` are not taken yet; ``dropped``
+        #: were taken long ago and let go of (all but the last KEPT_TAKEN)
+        self.times = array("q")
+        self.head = 0
+        self.dropped = 0
         self.next_ns = float(start_ns) + phase * self.gap_ns + self._gap()
 
     def _gap(self) -> float:
         return self.rng.expovariate(1.0) * self.gap_ns if self.poisson else self.gap_ns
 
     def _draw(self) -> None:
-        """One more arrival at the end of ``pending`` (caller holds the lock)."""
-        at = int(self.next_ns)
-        self.pending.append(at)
-        self.uncounted.append(at)
+        """One more arrival at the end (caller holds the lock)."""
+        self.times.append(int(self.next_ns))
         self.next_ns += self._gap()
 
     def take(self) -> int:
         """The intended start (ns, monotonic) of the next arrival nobody serves yet."""
         with self.lock:
-            if not self.pending:
+            if self.head == len(self.times):
                 self._draw()
-            return self.pending.popleft()
+            at = self.times[self.head]
+            self.head += 1
+            if self.head > 2 * KEPT_TAKEN:  # let go of what no count needs any more
+                cut = self.head - KEPT_TAKEN
+                del self.times[:cut]
+                self.head -= cut
+                self.dropped += cut
+            return at
 
     def _until(self, t_ns: int) -> None:
         while self.next_ns <= t_ns:
@@ -86,17 +97,14 @@ class Schedule:
         """Arrivals due by ``now_ns`` that no user has started: the queue."""
         with self.lock:
             self._until(now_ns)
-            return sum(1 for t in self.pending if t <= now_ns)
+            return max(0, bisect.bisect_right(self.times, now_ns, self.head) - self.head)
 
     def count_until(self, t_ns: int) -> int:
         """How many arrivals were scheduled before ``t_ns`` since the schedule began, taken
-        or not; each call's ``t_ns`` must be at least the last one's."""
+        or not (``t_ns`` no earlier than an arrival taken KEPT_TAKEN takes ago)."""
         with self.lock:
             self._until(t_ns)
-            while self.uncounted and self.uncounted[0] < t_ns:
-                self.uncounted.popleft()
-                self.counted += 1
-            return self.counted
+            return self.dropped + bisect.bisect_left(self.times, t_ns)
 
 
 def share(rate: float, users: int, users_in_step: int) -> float:
