@@ -28,7 +28,7 @@ from tpsbench.results.store import ResultsStore
 
 
 def test_poisson_arrivals_have_exponential_gaps_at_the_rate() -> None:
-    schedule = Schedule(500.0, "poisson", 0, seed=3)
+    schedule = Schedule.at_rate(500.0, "poisson", 0, seed=3)
     times = np.array([schedule.take() for _ in range(20_000)], dtype=float)
     gaps = np.diff(times) / 1e9
     assert gaps.mean() == pytest.approx(1 / 500, rel=0.03)
@@ -36,13 +36,13 @@ def test_poisson_arrivals_have_exponential_gaps_at_the_rate() -> None:
 
 
 def test_fixed_arrivals_of_several_workers_interleave_evenly() -> None:
-    a, b = (Schedule(50.0, "fixed", 0, seed=1, phase=p) for p in (0.0, 0.5))
+    a, b = (Schedule.at_rate(50.0, "fixed", 0, seed=1, phase=p) for p in (0.0, 0.5))
     merged = sorted([a.take() for _ in range(10)] + [b.take() for _ in range(10)])
     assert set(np.diff(merged).tolist()) == {10_000_000}  # 100/s together: every 10 ms
 
 
 def test_the_queue_is_what_is_due_and_not_taken_and_counts_only_grow() -> None:
-    schedule = Schedule(1000.0, "fixed", 0, seed=0)  # an arrival every 1 ms, the first at 1 ms
+    schedule = Schedule.at_rate(1000.0, "fixed", 0, seed=0)  # an arrival every 1 ms, the first at 1 ms
     assert schedule.queued(10_500_000) == 10
     assert schedule.take() == 1_000_000 and schedule.queued(10_500_000) == 9
     assert schedule.count_until(5_500_000) == 5 and schedule.count_until(10_500_000) == 10
@@ -51,7 +51,7 @@ def test_the_queue_is_what_is_due_and_not_taken_and_counts_only_grow() -> None:
 
 
 def test_arrivals_taken_long_ago_are_let_go_of_and_still_counted() -> None:
-    schedule = Schedule(1e6, "fixed", 0, seed=0)  # an arrival every microsecond
+    schedule = Schedule.at_rate(1e6, "fixed", 0, seed=0)  # an arrival every microsecond
     taken = [schedule.take() for _ in range(450_000)]
     assert taken[-1] == 450_000_000 and len(schedule.times) < 450_000
     assert schedule.count_until(400_000_500) == 400_000 and schedule.queued(460_000_000) == 10_000

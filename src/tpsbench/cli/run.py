@@ -75,6 +75,17 @@ def common_run_options(cls: type[Workload]) -> Decorator:
                      help="Write every transaction of the paced steps to DIR/step<N>-worker<M>.csv: user, name,"
                           " scheduled start, start and end (ns since the step began), committed; for checking the"
                           " latencies against your own arithmetic."),
+        click.option("--think", default="off", show_default=True, metavar="WAIT",
+                     help="Each user's wait after a transaction: off, spec (the workload's rules: TPC-C's clause"
+                          " 5.2.5), fixed:2s, uniform:1s..3s or negexp:2s[,cap=10x] (a negative exponential of that"
+                          " mean, cut at 10 times it). Never part of a latency."),
+        click.option("--keying", default=None, metavar="WAIT",
+                     help="Each user's wait before a transaction, spelt as --think. Default: spec where --think is"
+                          " spec, else off."),
+        click.option("--interarrival", default="off", show_default=True, metavar="WAIT",
+                     help="Pace each user on its own: its transactions start this far apart (fixed:2s,"
+                          " uniform:1s..3s, negexp:2s), whether or not the last one has answered, and their latency"
+                          " counts from the scheduled start, as with --rate."),
         click.option("--seed", type=int, default=None, metavar="SEED",
                      help="Random seed, 0 to 2^63-1 (default: drawn, and stored with the run)."),
         click.option("--force", is_flag=True,
@@ -88,6 +99,12 @@ def common_run_options(cls: type[Workload]) -> Decorator:
         scale_option(cls, "What --build-if-missing builds", required=False, alias=False),
         results_option,
     )
+
+
+def waits(values: dict[str, Any]) -> dict[str, str]:
+    """--think, --keying and --interarrival as the run's options (tpsbench.core.delays)."""
+    chosen = {"think": values["think"], "interarrival": values["interarrival"]}
+    return chosen | ({"keying": values["keying"]} if values["keying"] is not None else {})
 
 
 def campaign_fields(text: str | None) -> dict[str, int | None]:
@@ -147,7 +164,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
             workload=name, url=values["url"], users=parse_users(values["users"]),
             rampup_s=parse_duration(values["rampup"]), duration_s=parse_duration(values["duration"]),
             interval_s=parse_duration(values["interval"]), storage=values["storage"], workers=values["processes"],
-            seed=values["seed"], options={o.name: str(values[o.name]) for o in options},
+            seed=values["seed"], options={**{o.name: str(values[o.name]) for o in options}, **waits(values)},
             results_url=values["results_url"], notes=values["notes"],
             build_scale=build_scale(cls, values["build_if_missing"], values["scale"]),
             multiplex=values["multiplex"], force=values["force"],

@@ -18,6 +18,7 @@ from typing import Any
 from tpsbench import __version__
 from tpsbench.commands.build import build
 from tpsbench.commands.storage import storage_facts
+from tpsbench.core.delays import waits_of
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.meta import active_run, note_run_ended, note_run_started, read_meta
 from tpsbench.core.parse import check_seed, check_text
@@ -93,14 +94,18 @@ class RunRecord:
 def _step_rates(config: RunConfig) -> list[float]:
     """Each step's rate: none, one for all, or one per step; a one-line error otherwise.
     Pacing decides when transactions start, so think and keying times would fight it."""
+    waits = waits_of(config.options)
+    if waits.interarrival.waits and waits.around:
+        raise TpsbenchError("--interarrival schedules each user's transactions, so it cannot be combined with "
+                            "keying or think times: give --think off")
     if not config.rates:
         return [0.0] * len(config.users)
     if len(config.rates) not in (1, len(config.users)):
         raise TpsbenchError(f"--rate gives {len(config.rates)} rates for {len(config.users)} steps: give one, or "
                             "one per step")
-    if any(r > 0 for r in config.rates) and config.options.get("think", "off") != "off":
-        raise TpsbenchError("--rate schedules every transaction's start, so it cannot be combined with think "
-                            f"times (--think {config.options['think']}): use --think off")
+    if any(r > 0 for r in config.rates) and (waits.around or waits.interarrival.waits):
+        raise TpsbenchError("--rate schedules every transaction's start, so it cannot be combined with keying,"
+                            " think or interarrival times: leave them off")
     return config.rates * len(config.users) if len(config.rates) == 1 else list(config.rates)
 
 
@@ -108,8 +113,8 @@ def _trace_dir(config: RunConfig) -> str:
     """The trace folder, made if need be, as an absolute path the workers share; "" for none."""
     if config.trace_dir is None:
         return ""
-    if not config.rates:
-        raise TpsbenchError("--trace writes the timestamps of paced steps: give --rate too")
+    if not (config.rates or waits_of(config.options).interarrival.waits):
+        raise TpsbenchError("--trace writes the timestamps of paced steps: give --rate or --interarrival too")
     folder = Path(config.trace_dir).resolve()
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -18,12 +18,14 @@ transactions as it runs a user's.
 
 from __future__ import annotations
 
+import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tpsbench.core.cursor import Cursor, Statement
+from tpsbench.core.delays import waits_of
 from tpsbench.core.target import Target
 
 #: records a span that is not a transaction (a deferred Delivery's time in its queue):
@@ -56,6 +58,10 @@ class Session(ABC):
         self.users = users
         self.conn = conn
         self.target = target
+        waits = waits_of(ctx.options)
+        #: --keying and --think (tpsbench.core.delays), drawn from the user's own stream
+        self.keying_delay, self.think_delay = waits.keying, waits.think
+        self.wait_rng = random.Random(f"{ctx.seed}:{user_id}:waits")
 
     @abstractmethod
     def next_transaction(self) -> str:
@@ -137,12 +143,13 @@ class Session(ABC):
             return bool(done.value)
 
     def keying_time(self, name: str) -> float:
-        """Seconds to wait before ``name`` (TPC-C keying time); 0.0 when think is off."""
-        return 0.0
+        """Seconds to wait before ``name``: a draw of --keying (a workload whose rules set
+        keying times answers ``spec`` itself, as TPC-C does)."""
+        return self.keying_delay.draw(self.wait_rng)
 
     def think_time(self, name: str) -> float:
-        """Seconds to wait after ``name`` (TPC-C think time); 0.0 when think is off."""
-        return 0.0
+        """Seconds to wait after ``name``: a draw of --think (``spec``: see keying_time)."""
+        return self.think_delay.draw(self.wait_rng)
 
     def rebind(self, conn: Any) -> None:
         """Use ``conn`` from now on (after a reconnect): prepare statements again here."""

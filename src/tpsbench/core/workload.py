@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import sqlalchemy as sa
 
 from tpsbench.core.batch import Batch
+from tpsbench.core.delays import ENGINE_OPTIONS, waits_of
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.meta import require_complete
 
@@ -116,6 +117,9 @@ class Workload(ABC):
     scale_unit: ClassVar[str] = "units"
     #: options of ``tpsbench run <name>`` beyond the common ones
     run_options: ClassVar[tuple[Option, ...]] = ()
+    #: whether the workload's rules set keying and think times of their own (``--think
+    #: spec``: its sessions' keying_time and think_time say them)
+    spec_waits: ClassVar[bool] = False
     #: options of ``tpsbench build <name>`` beyond the scale
     build_options: ClassVar[tuple[Option, ...]] = ()
     #: every transaction name a session's next_transaction() can return (and background
@@ -147,10 +151,21 @@ class Workload(ABC):
 
     # -- build --------------------------------------------------------------------------
     def configure(self, options: Mapping[str, str]) -> None:
-        """Take build or run options; the default knows none and says so in one line."""
-        unknown = sorted(set(options) - {o.name for o in (*self.build_options, *self.run_options)})
+        """Take build or run options; the default knows none besides the engine's waits
+        (tpsbench.core.delays), checked here, and says so in one line."""
+        known = {o.name for o in (*self.build_options, *self.run_options)} | ENGINE_OPTIONS
+        unknown = sorted(set(options) - known)
         if unknown:
             raise TpsbenchError(f"{self.name} has no option {', '.join(unknown)}")
+        self.check_waits(options)
+
+    def check_waits(self, options: Mapping[str, str]) -> None:
+        """Refuse, in one line, waits that cannot be (a spelling, or spec where the
+        workload's rules set none)."""
+        waits = waits_of(options)
+        if not self.spec_waits and "spec" in (waits.keying.kind, waits.think.kind):
+            raise TpsbenchError(f"{self.name} has no keying or think times of its own (spec): give fixed:, "
+                                "uniform: or negexp:")
 
     def table_names(self, scale: int) -> tuple[str, ...]:
         """The tables a build at ``scale`` creates (fixed for most workloads)."""

@@ -37,6 +37,7 @@ from enum import Enum
 from typing import TypeVar
 
 from tpsbench.core import watchdog
+from tpsbench.core.delays import waits_of
 from tpsbench.core.errors import Terminated, TpsbenchError
 from tpsbench.core.parse import MAX_DURATION_S, MAX_RATE, MAX_USERS
 from tpsbench.core.session import RunContext
@@ -300,7 +301,8 @@ class Coordinator:
         plan, transport = self.plan, self.transport
         result = StepOutcome(number, step.users, worker_pids=transport.pids())
         start_at = time.time() + START_LEAD_S
-        think = plan.ctx.options.get("think", "off") != "off"
+        waits = waits_of(plan.ctx.options)
+        think, paced = waits.around, step.rate > 0 or waits.interarrival.waits
         active = min(plan.workers, -(-step.users // plan.per_worker))
         sent: set[int] = set()
         for index in range(plan.workers):
@@ -315,7 +317,8 @@ class Coordinator:
                 result.problems.append(f"{transport.describe(index)} could not be reached before step {number}")
         bounds = interval_bounds(step.rampup_s, step.duration_s, step.interval_s)
         self.observers.start_step(number, step.users, start_at, bounds)
-        merger = IntervalMerger(sent, functools.partial(self.emit, number, step, start_at, [b[2] for b in bounds]))
+        merger = IntervalMerger(sent, functools.partial(self.emit, number, step, start_at, [b[2] for b in bounds],
+                                                        paced))
         try:
             self.collect(number, step, start_at, sent, merger, result)
         finally:
@@ -323,7 +326,7 @@ class Coordinator:
         result.intervals = merger.flush()
         result.summary = SteadySummary.from_reports(result.intervals, step.users, number)
         result.observations = self.observers.steady()
-        if step.rate > 0:
+        if paced:
             steady = [(r.seconds, r.arrivals, r.total("commits") + r.total("rollbacks"), r.queue)
                       for r in result.intervals if r.steady]
             if steady:
@@ -367,21 +370,22 @@ class Coordinator:
                     merger.lost(index)
                 pending.clear()
 
-    def emit(self, number: int, step: LoadStep, start_at: float, planned: list[bool], report: IntervalReport) -> None:
+    def emit(self, number: int, step: LoadStep, start_at: float, planned: list[bool], paced: bool,
+             report: IntervalReport) -> None:
         """Hand a merged interval on, with the observers' readings over it; the live line
         skips the in-flight tail (a fraction of a second). Once a callback failed, what
         arrives while the workers stop is neither kept nor said."""
         if self.failure is not None:
             return
         report.observations = self.observers.interval(report.interval)
-        paced: tuple[str, ...] = ()
-        if step.rate > 0 and report.seconds:
+        pacing: tuple[str, ...] = ()
+        if paced and report.seconds:
             report.observations[PACING] = {"offered_per_s": report.arrivals / report.seconds,
                                            "queue": float(report.queue)}
-            paced = (f"offered {report.arrivals / report.seconds:.1f}/s, queue {report.queue}",)
+            pacing = (f"offered {report.arrivals / report.seconds:.1f}/s, queue {report.queue}",)
         if self.live is not None and report.interval < len(planned):
             notes = () if report.steady else ("ramp-up",) if not planned[report.interval] else ("partial",)
-            notes = (*paced, *notes)
+            notes = (*pacing, *notes)
             elapsed = report.t_end - start_at
             left = f"{clock(step.rampup_s + step.duration_s - elapsed)} left"
             self.live(live_line(report, step.users, elapsed, f"{number}/{len(self.plan.steps)}", (*notes, left)))

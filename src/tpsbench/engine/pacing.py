@@ -25,10 +25,13 @@ store keeps them without a table of their own.
 from __future__ import annotations
 
 import bisect
+import math
 import random
 import threading
 from array import array
 from collections.abc import Sequence
+
+from tpsbench.core.delays import Delay
 
 #: how arrivals are spaced: exponential gaps (a Poisson process) or all alike
 ARRIVALS = ("poisson", "fixed")
@@ -51,13 +54,12 @@ class Schedule:
     Thread-safe: every user of the worker takes from it.
     """
 
-    def __init__(self, rate: float, kind: str, start_ns: int, seed: int, phase: float = 0.0) -> None:
-        if not rate > 0:
-            raise ValueError(f"a schedule needs a rate above 0, not {rate}")
-        if kind not in ARRIVALS:
-            raise ValueError(f"arrivals must be one of {', '.join(ARRIVALS)}, not {kind!r}")
-        self.gap_ns = 1e9 / rate
-        self.poisson = kind == "poisson"
+    def __init__(self, gaps: Delay, start_ns: int, seed: int, phase: float = 0.0) -> None:
+        """Arrivals ``gaps`` apart (tpsbench.core.delays: negexp for a Poisson stream, fixed,
+        uniform), the first a gap after ``start_ns`` plus ``phase`` of a mean gap."""
+        if not gaps.mean > 0:
+            raise ValueError(f"a schedule needs gaps above 0 s on average, not {gaps}")
+        self.gaps = gaps
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         #: the arrivals drawn, in order: ``times[head:]`` are not taken yet; ``dropped``
@@ -65,15 +67,22 @@ class Schedule:
         self.times = array("q")
         self.head = 0
         self.dropped = 0
-        self.next_ns = float(start_ns) + phase * self.gap_ns + self._gap()
+        self.next_ns = float(start_ns) + (phase * gaps.mean + gaps.draw(self.rng)) * 1e9
 
-    def _gap(self) -> float:
-        return self.rng.expovariate(1.0) * self.gap_ns if self.poisson else self.gap_ns
+    @classmethod
+    def at_rate(cls, rate: float, kind: str, start_ns: int, seed: int, phase: float = 0.0) -> Schedule:
+        """``rate`` arrivals a second, ``kind`` "poisson" (exponential gaps) or "fixed"."""
+        if not rate > 0:
+            raise ValueError(f"a schedule needs a rate above 0, not {rate}")
+        if kind not in ARRIVALS:
+            raise ValueError(f"arrivals must be one of {', '.join(ARRIVALS)}, not {kind!r}")
+        gaps = Delay("negexp", mean=1 / rate, cap=math.inf) if kind == "poisson" else Delay("fixed", mean=1 / rate)
+        return cls(gaps, start_ns, seed, phase)
 
     def _draw(self) -> None:
         """One more arrival at the end (caller holds the lock)."""
         self.times.append(int(self.next_ns))
-        self.next_ns += self._gap()
+        self.next_ns += self.gaps.draw(self.rng) * 1e9
 
     def take(self) -> int:
         """The intended start (ns, monotonic) of the next arrival nobody serves yet."""

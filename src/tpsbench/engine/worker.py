@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tpsbench.core.delays import waits_of
 from tpsbench.core.errors import TpsbenchError, first_line
 from tpsbench.core.session import Background, RunContext, Session
 from tpsbench.core.workload import Workload
@@ -64,8 +65,8 @@ class Worker:
         self.background: list[tuple[Background, VirtualUser]] = []
         self.last_users_in_step = 0
         self.stopped = False
-        #: this step's arrivals when it is paced (tpsbench.engine.pacing), else None
-        self.schedule: Schedule | None = None
+        #: this step's arrivals per user when it is paced (tpsbench.engine.pacing)
+        self.schedules: dict[int, Schedule] = {}
         self.start_mono = 0.0
         #: the schedule's arrivals reported so far in this step
         self.arrived = 0
@@ -109,7 +110,7 @@ class Worker:
                 self.users[uid] = VirtualUser(uid, self.target, self.recorder)
         for user in self.users.values():
             user.session, user.counted = None, {}
-            user.trace = [] if plan.trace_dir and plan.rate > 0 else None
+            user.trace = [] if plan.trace_dir else None
         self.last_users_in_step = plan.users_in_step
 
     def run_step(self, plan: WorkerStep) -> None:
@@ -117,8 +118,8 @@ class Worker:
         self.prepare_users(plan)
         start_mono = self.start_mono = time.monotonic() + (plan.start_at - time.time())
         stop = threading.Event()
-        self.schedule, self.arrived = self.pace(plan, start_mono), 0
-        paced = self.schedule is not None
+        self.schedules, self.arrived = self.pace(plan, start_mono), 0
+        paced = bool(self.schedules)
         mux = Multiplexer(self.target, self.recorder, stop, plan.think) if plan.multiplex and not paced else None
         if mux is not None:
             mux.start()
@@ -131,7 +132,7 @@ class Worker:
             # user ids are 0..users_in_step-1: the ramp-up stagger is global
             slot = start_mono + plan.rampup_s * uid / max(plan.users_in_step, 1)
             opener = functools.partial(self.workload.open_session, self.ctx, uid, plan.users_in_step)
-            self.start(user, f"user {uid}", opener, slot, stop, plan.think, mux, problems, self.schedule)
+            self.start(user, f"user {uid}", opener, slot, stop, plan.think, mux, problems, self.schedules.get(uid))
         bounds = interval_bounds(plan.rampup_s, plan.duration_s, plan.interval_s)
         number = 0
         for number, (begin, end, steady) in enumerate(bounds):
@@ -153,21 +154,32 @@ class Worker:
         # the stragglers: transactions in flight at the end (or at a stop) are reported too
         begin = bounds[number][0] if self.stopped and number < len(bounds) else (bounds[-1][1] if bounds else 0.0)
         self.send_report(plan, number, begin, time.monotonic() - start_mono, False)
-        if plan.trace_dir and self.schedule is not None:
+        if plan.trace_dir and self.schedules:
             self.write_trace(plan, problems)
         self.link.send(WorkerStepDone(self.index, plan.step, self.stopped, problems))
 
-    def pace(self, plan: WorkerStep, start_mono: float) -> Schedule | None:
-        """A paced step's schedule (None: a closed loop), starting when the step's last user
-        reaches its ramp-up slot, and the recorder told of the pacing timings."""
+    def pace(self, plan: WorkerStep, start_mono: float) -> dict[int, Schedule]:
+        """The schedule of each user of a paced step (none: a closed loop), and the recorder
+        told of the pacing timings. --rate: one schedule the worker's users share, from
+        when the step's last user reaches its ramp-up slot; --interarrival: one per user,
+        from its own slot."""
         timings = self.workload.timing_names
-        if not (plan.rate > 0 and plan.users):
+        interarrival = waits_of(self.ctx.options).interarrival
+        if not plan.users or not (plan.rate > 0 or interarrival.waits):
             self.recorder.set_timings(timings)
-            return None
+            return {}
         self.recorder.set_timings((*timings, *TIMINGS))
-        last_slot = start_mono + plan.rampup_s * (plan.users_in_step - 1) / plan.users_in_step
-        seed = hash((plan.seed, plan.step, self.index)) & 0x7FFFFFFF
-        return Schedule(plan.rate, plan.arrivals, int(last_slot * 1e9), seed, plan.phase)
+
+        def slot(uid: int) -> float:
+            return start_mono + plan.rampup_s * uid / plan.users_in_step
+
+        if plan.rate > 0:
+            seed = hash((plan.seed, plan.step, self.index)) & 0x7FFFFFFF
+            shared = Schedule.at_rate(plan.rate, plan.arrivals, int(slot(plan.users_in_step - 1) * 1e9), seed,
+                                      plan.phase)
+            return dict.fromkeys(plan.users, shared)
+        return {uid: Schedule(interarrival, int(slot(uid) * 1e9), hash((plan.seed, plan.step, uid)) & 0x7FFFFFFF)
+                for uid in plan.users}
 
     def write_trace(self, plan: WorkerStep, problems: list[str]) -> None:
         """The step's transactions, one line each: user, name, scheduled start, start and
@@ -227,11 +239,12 @@ class Worker:
         statements = self.statements_since_last_report()
         report = self.recorder.take(plan.step, number, plan.start_at + begin, plan.start_at + end, steady=steady)
         report.statements = statements
-        if self.schedule is not None:
+        if self.schedules:
             at = min(int((self.start_mono + end) * 1e9), time.monotonic_ns())
-            arrived = self.schedule.count_until(at)
+            distinct = {id(schedule): schedule for schedule in self.schedules.values()}.values()
+            arrived = sum(schedule.count_until(at) for schedule in distinct)
             report.arrivals, self.arrived = arrived - self.arrived, arrived
-            report.queue = self.schedule.queued(at)
+            report.queue = sum(schedule.queued(at) for schedule in distinct)
         self.link.send(report)
 
     def statements_since_last_report(self) -> dict[str, int]:

@@ -83,6 +83,7 @@ class SysbenchWorkload(Workload):
         the script options), validating them all; a one-line error names a bad one."""
         self.raw_options = {str(k): str(v) for k, v in options.items()}
         self.options = parse_options(self.raw_options)
+        self.check_waits(self.raw_options)
         if self.options.table_size:
             self.table_size = self.options.table_size
         if self.options.tables:

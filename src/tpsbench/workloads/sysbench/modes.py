@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
+from tpsbench.core.delays import ENGINE_OPTIONS
 from tpsbench.core.workload import Option
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.workloads.sysbench.rand import RAND_TYPES, RandParams
@@ -27,9 +28,6 @@ MODES = (
 DEFAULT_MODE = MODES[0]
 #: sysbench's default --table-size when neither the schema nor the options say
 DEFAULT_TABLE_SIZE = 10_000
-#: run options that the engine reads (think times on or off), not sysbench: accepted and left alone
-ENGINE_OPTIONS = frozenset({"think"})
-
 #: statement groups (one table per group) and what sysbench counts each statement as when
 #: it finds its row: a SELECT is a read; INSERT, UPDATE and DELETE are writes
 READ_GROUPS = ("point_selects", "simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges",

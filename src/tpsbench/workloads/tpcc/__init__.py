@@ -44,6 +44,7 @@ class TpccWorkload(Workload):
     tables = ("warehouse", "district", "customer", "history", "orders", "new_order", "order_line", "item", "stock")
     scale_unit = "warehouses"
     run_options = RUN_OPTIONS
+    spec_waits = True
     transaction_names = mix.TRANSACTIONS
     main_metric = ("tpmC", "new_order", 60.0)
     #: delivery=deferred (configure); then, in a worker, this step's executors' queues

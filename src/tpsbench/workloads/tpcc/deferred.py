@@ -69,6 +69,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, ClassVar, cast
 
+from tpsbench.core.delays import waits_of
 from tpsbench.core.session import Background, RunContext, Session, TimingSink
 from tpsbench.core.target import Target
 from tpsbench.workloads.tpcc.delivery import DeliveryInputs
@@ -142,7 +143,7 @@ class DeliveryQueue:
 def executors(ctx: RunContext) -> int:
     """How many executors each worker runs (module docstring): one with think times on,
     else one per warehouse, at most ``MAX_EXECUTORS``."""
-    if ctx.options.get("think", "off") != "off":
+    if waits_of(ctx.options).around:
         return 1
     return max(1, min(MAX_EXECUTORS, ctx.scale))
 
@@ -237,9 +238,9 @@ class DeferringTerminal(TpccSession):
                     break
 
     def _reached(self, requests: list[DeliveryInputs]) -> None:
-        """The terminal is where it submits ``requests``: at once with think times off,
-        else after their keying times (keying_time)."""
-        if self.think:
+        """The terminal is where it submits ``requests``: after their keying times with
+        TPC-C's (keying_time), else at once."""
+        if self.spec_keying:
             self._keyed.extend(requests)
             return
         now = time.monotonic()

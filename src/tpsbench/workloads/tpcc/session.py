@@ -56,9 +56,6 @@ PROCEDURE_MODES = ("auto", "on", "off")
 DELIVERY_MODES = ("inline", "deferred")
 #: the run options a TPC-C session reads, for the workload to declare (``tpsbench run tpcc --help``)
 RUN_OPTIONS = (
-    Option("think", "off", "'spec': TPC-C keying and think times (clause 5.2.5, negative exponential"
-           " capped at 10x the mean); 'off': users run back to back (stress mode, as storage reviews run).",
-           ("off", "spec")),
     Option("warehouses", "home", "'home': each user keeps one warehouse; 'all': every transaction picks one"
            " at random (HammerDB's all-warehouses mode).", WAREHOUSE_MODES),
     Option("client", "fast", "'fast': the target's low-level statement path where it has one (libpq prepared"
@@ -124,7 +121,8 @@ class TpccSession(Session):
         if client not in CLIENT_PATHS:
             raise TpsbenchError(f"TPC-C option client={client!r}: use one of {', '.join(CLIENT_PATHS)}")
         self.fast = client == "fast"
-        self.think = ctx.options.get("think", "off") != "off"
+        #: TPC-C's own keying and think times (--think spec), else the engine's draws
+        self.spec_keying, self.spec_think = self.keying_delay.kind == "spec", self.think_delay.kind == "spec"
         self.home_w = user_id % ctx.scale + 1
         self.home_d = (user_id // ctx.scale) % DISTRICTS_PER_WAREHOUSE + 1
         load = {name.removeprefix("const_"): int(value) for name, value in ctx.constants.items()}
@@ -198,10 +196,10 @@ class TpccSession(Session):
         return self._output
 
     def keying_time(self, name: str) -> float:
-        return keying_time(name, self.think)
+        return keying_time(name, True) if self.spec_keying else super().keying_time(name)
 
     def think_time(self, name: str) -> float:
-        return think_time(name, self.draw.wait_rng, self.think)
+        return think_time(name, self.draw.wait_rng, True) if self.spec_think else super().think_time(name)
 
     def rebind(self, conn: Any) -> None:
         """Take ``conn`` and the target's fast cursor on it, else set it up for prepared
