@@ -1,16 +1,17 @@
-"""The TPC-C DDL of every dialect describes the same tables.
+"""The DDL of every dialect describes the same tables, for TPC-C and TPC-E.
 
 Workloads and checks name tables and columns once, for every database, so the
 dialect files must agree on tables, column names and order, nullability, type
 families (integer width, decimal precision and scale, char/varchar length,
-timestamp), primary keys and the two secondary indexes. The canonical shape is
-postgresql.sql read by sqlglot; each runnable dialect is created for real and
+timestamp, date, long text), primary keys and the secondary indexes. The canonical
+shape is postgresql.sql read by sqlglot; each runnable dialect is created for real and
 reflected by SQLAlchemy, and SQL Server's file, which cannot run here, is parsed.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
 
 import pytest
 import sqlalchemy as sa
@@ -20,21 +21,29 @@ from sqlglot import exp
 from conftest import schema_file
 from tpsbench.core.schema import split_ddl, split_routines
 from tpsbench.targets import open_target
+from tpsbench.workloads import workload_classes
 
 TABLES = {"warehouse", "district", "customer", "history", "orders", "new_order", "order_line", "item", "stock"}
 DIALECTS = ("postgresql", "sqlite", "mysql", "mssql")
+#: the workloads with one DDL file per dialect: tables, secondary indexes, stored routines (PostgreSQL, MySQL)
+LAYOUTS = {"tpcc": (9, 2, {"tpcc_new_order", "tpcc_payment", "tpcc_delivery"}), "tpce": (33, 16, set())}
 SQLGLOT_DIALECT = {"postgresql": "postgres", "mssql": "tsql", "mysql": "mysql", "sqlite": "sqlite"}
 
-Family = tuple  # ("integer", "int"|"small"), ("decimal", p, s), ("char"|"varchar", n), ("timestamp",)
+Family = tuple  # ("integer", "int"|"small"|"big"), ("decimal", p, s), ("char"|"varchar", n), ("timestamp",) ...
 Shape = dict  # {"tables": {name: {"columns": [(name, nullable, family)], "pk": [...]}}, "indexes": {...}}
 
 
 # -- shapes from SQLAlchemy reflection -----------------------------------------------
 def reflected_family(kind: sa.types.TypeEngine) -> Family:
     if isinstance(kind, sa.Integer):
-        return ("integer", "small" if isinstance(kind, sa.SmallInteger) else "int")
+        return ("integer", "small" if isinstance(kind, sa.SmallInteger) else
+                "big" if isinstance(kind, sa.BigInteger) else "int")
     if isinstance(kind, sa.Numeric) and not isinstance(kind, sa.Float):
         return ("decimal", kind.precision, kind.scale)
+    if isinstance(kind, sa.Text) or (isinstance(kind, sa.String) and kind.length is None):
+        return ("text",)  # TEXT; MySQL's LONGTEXT reflects as a String without a length
+    if isinstance(kind, sa.Date):
+        return ("date",)
     if isinstance(kind, sa.String):
         return ("char" if isinstance(kind, sa.CHAR) else "varchar", kind.length)
     if isinstance(kind, sa.DateTime):
@@ -56,9 +65,13 @@ def reflected_shape(engine: sa.Engine) -> Shape:
 # -- shapes from parsing the DDL --------------------------------------------------------
 def parsed_family(kind: exp.DataType) -> Family:
     name = kind.this.name
+    if name in ("TEXT", "LONGTEXT") or (name == "VARCHAR" and kind.expressions[0].this.name.upper() == "MAX"):
+        return ("text",)
     params = [int(p.this.name) for p in kind.expressions]
-    if name in ("INT", "SMALLINT"):
-        return ("integer", "small" if name == "SMALLINT" else "int")
+    if name in ("INT", "SMALLINT", "BIGINT"):
+        return ("integer", {"SMALLINT": "small", "BIGINT": "big"}.get(name, "int"))
+    if name == "DATE":
+        return ("date",)
     if name == "DECIMAL":
         return ("decimal", *params)
     if name in ("CHAR", "NCHAR", "VARCHAR", "NVARCHAR"):
@@ -73,8 +86,8 @@ def column_name(node: exp.Expression) -> str:
     return node.this.name if isinstance(node, exp.Ordered) else node.name
 
 
-def parsed_shape(dialect: str) -> Shape:
-    tables_sql, index_sql = split_ddl(schema_file("tpcc", dialect).read_text())
+def parsed_shape(dialect: str, workload: str = "tpcc") -> Shape:
+    tables_sql, index_sql = split_ddl(schema_file(workload, dialect).read_text())
     read = SQLGLOT_DIALECT[dialect]
     tables, indexes = {}, {}
     for statement in tables_sql:
@@ -106,13 +119,18 @@ def with_pk_not_null(shape: Shape) -> Shape:
     return shape
 
 
+@cache
+def canonical_shape(workload: str) -> Shape:
+    return with_pk_not_null(parsed_shape("postgresql", workload))
+
+
 @pytest.fixture(scope="module")
 def canonical() -> Shape:
-    return with_pk_not_null(parsed_shape("postgresql"))
+    return canonical_shape("tpcc")
 
 
 def assert_same_shape(actual: Shape, canonical: Shape, label: str) -> None:
-    assert set(actual["tables"]) == TABLES, label
+    assert set(actual["tables"]) == set(canonical["tables"]), label
     for table, expected in canonical["tables"].items():
         assert actual["tables"][table]["columns"] == expected["columns"], f"{label}: {table} columns"
         assert actual["tables"][table]["pk"] == expected["pk"], f"{label}: {table} primary key"
@@ -131,15 +149,26 @@ def test_canonical_shape_is_tpcc(canonical: Shape) -> None:
     assert len(money) == 11  # w_tax, w_ytd, d_tax, d_ytd, 4 in customer, h_amount, ol_amount, i_price
 
 
+def test_canonical_shape_is_tpce() -> None:
+    shape = canonical_shape("tpce")
+    assert set(shape["tables"]) == set(workload_classes()["tpce"].tables)
+    assert all(table["pk"] for table in shape["tables"].values())
+    assert shape["indexes"]["trade_by_account"] == ("trade", ["t_ca_id", "t_dts"], False)
+    assert shape["tables"]["daily_market"]["pk"] == ["dm_s_symb", "dm_date"]
+    assert ("ni_item", False, ("text",)) in shape["tables"]["news_item"]["columns"]
+
+
+@pytest.mark.parametrize("workload", LAYOUTS)
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_ddl_file_layout(dialect: str) -> None:
-    text = schema_file("tpcc", dialect).read_text()
+def test_ddl_file_layout(dialect: str, workload: str) -> None:
+    text = schema_file(workload, dialect).read_text()
     tables, indexes = split_ddl(text)
-    assert len(tables) == 9 and len(indexes) == 2
+    table_count, index_count, procedures = LAYOUTS[workload]
+    assert len(tables) == table_count and len(indexes) == index_count
     assert not re.search(r"\b(REFERENCES|FOREIGN\s+KEY|^GO$)", text, re.IGNORECASE | re.MULTILINE)
     assert not re.search(r"\b(FLOAT|DOUBLE|REAL|MONEY)\b", "\n".join(tables + indexes), re.IGNORECASE)
     routines = split_routines(text)
-    expected = {"tpcc_new_order", "tpcc_payment", "tpcc_delivery"} if dialect in ("postgresql", "mysql") else set()
+    expected = procedures if dialect in ("postgresql", "mysql") else set()
     assert {name for _, name, _ in routines} == expected
     assert all(body.lstrip("-").strip() and "CREATE" in body and "//" not in body for _, _, body in routines)
 
@@ -154,18 +183,22 @@ def test_routines_are_split_on_their_own_end_lines() -> None:
     assert split_routines("CREATE TABLE t (x INT);\n-- procedures=on is a comment, not the marker\n") == []
 
 
-def test_mssql_ddl_matches(canonical: Shape) -> None:
-    assert_same_shape(with_pk_not_null(parsed_shape("mssql")), canonical, "mssql (parsed as T-SQL)")
+@pytest.mark.parametrize("workload", LAYOUTS)
+def test_mssql_ddl_matches(workload: str) -> None:
+    assert_same_shape(with_pk_not_null(parsed_shape("mssql", workload)), canonical_shape(workload),
+                      f"{workload} mssql (parsed as T-SQL)")
 
 
+@pytest.mark.parametrize("workload", LAYOUTS)
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql", "mysql"])
-def test_ddl_created_and_reflected_matches(kind: str, canonical: Shape, request: pytest.FixtureRequest) -> None:
+def test_ddl_created_and_reflected_matches(kind: str, workload: str, request: pytest.FixtureRequest) -> None:
     url = request.getfixturevalue({"sqlite": "sqlite_url", "postgresql": "pg_url", "mysql": "mysql_url"}[kind])
     target = open_target(url)
     assert target.dialect == kind
-    tables, indexes = split_ddl(schema_file("tpcc", target.dialect).read_text())
+    tables, indexes = split_ddl(schema_file(workload, target.dialect).read_text())
     with target.engine.begin() as conn:
         for statement in tables + indexes:
             conn.execute(sa.text(statement))
-    assert_same_shape(reflected_shape(target.engine), canonical, f"{kind} (created and reflected)")
+    assert_same_shape(reflected_shape(target.engine), canonical_shape(workload),
+                      f"{workload} {kind} (created and reflected)")
     target.engine.dispose()

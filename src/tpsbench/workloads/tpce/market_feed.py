@@ -1,0 +1,117 @@
+"""Market-Feed (TPC-E, B2): the ticker's last 20 trades reach the brokerage's prices.
+
+Sent by the market exchange emulator (mee.py) once per 20 ticker entries. One
+read-write transaction:
+
+1. one ``UPDATE last_trade SET lt_price = CASE lt_s_symb WHEN .. END, lt_vol = lt_vol +
+   CASE ..., lt_dts = now WHERE lt_s_symb IN (..)`` for the feed's symbols, where the
+   frame updates them one by one: entries of one symbol are applied in their order
+   (the last price stays, the volumes add up), and the rows are locked in the primary
+   key's order, so two feeds never deadlock on them. The CASE values are cast, because
+   PostgreSQL gives an untyped parameter in a CASE the type text;
+2. the limit orders the prices trigger, locked: a stop-loss or limit buy whose bid is
+   at or above a price the symbol had in the feed, a limit sell whose bid is at or below
+   one; per symbol that is its lowest and its highest price of the feed;
+3. for those, ``UPDATE trade`` to submitted (SBMT), ``DELETE`` their TRADE_REQUEST rows,
+   INSERT TRADE_HISTORY, 20 at a time;
+4. commit; the emulator then sends the triggered orders to market, as Trade-Results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from tpsbench.core.sql import SqlDialect
+from tpsbench.workloads.tpce.sql import (
+    MAX_TRADES,
+    Link,
+    Statements,
+    as_text,
+    counted,
+    marks,
+    stamp,
+    to_decimal,
+)
+
+#: ticker entries per feed
+FEED_ENTRIES = 20
+#: a ticker entry: (symbol, price, shares traded)
+Entry = tuple[str, Decimal, int]
+
+
+@dataclass(slots=True)
+class MarketFeedInputs:
+    #: the feed's entries, in ticker order
+    entries: list[Entry]
+
+
+@dataclass(slots=True)
+class Triggered:
+    """A limit order a feed set off: the emulator's next Trade-Result."""
+
+    trade_id: int
+    symbol: str
+    qty: int
+    bid_price: Decimal
+    trade_type: str
+
+
+def statements(d: SqlDialect) -> dict[str, Any]:
+    triggered = ("(tr_s_symb = ? AND ((tr_tt_id IN ('TSL', 'TLB') AND tr_bid_price >= ?)"
+                 " OR (tr_tt_id = 'TLS' AND tr_bid_price <= ?)))")
+    return {
+        "mf_last_trade_k": counted(lambda k: (
+            f"UPDATE last_trade SET lt_price = CASE lt_s_symb {' '.join(['WHEN ? THEN CAST(? AS DECIMAL(8,2))'] * k)}"
+            f" END, lt_vol = lt_vol + CASE lt_s_symb {' '.join([f'WHEN ? THEN {d.int_param}'] * k)} END,"
+            f" lt_dts = ? WHERE lt_s_symb IN ({marks(k)})"), FEED_ENTRIES),
+        "mf_requests_k": counted(lambda k: (
+            f"SELECT tr_t_id, tr_s_symb, tr_qty, tr_bid_price, tr_tt_id FROM trade_request{d.table_lock}"
+            f" WHERE {' OR '.join([triggered] * k)} ORDER BY tr_t_id{d.row_lock}"), FEED_ENTRIES),
+        "mf_trades_k": counted(lambda k: (
+            f"UPDATE trade SET t_dts = ?, t_st_id = 'SBMT' WHERE t_id IN ({marks(k)})")),
+        "mf_delete_k": counted(lambda k: f"DELETE FROM trade_request WHERE tr_t_id IN ({marks(k)})"),
+        "mf_history_k": counted(lambda k: (
+            "INSERT INTO trade_history (th_t_id, th_dts, th_st_id) VALUES "
+            + ", ".join(["(?, ?, 'SBMT')"] * k))),
+    }
+
+
+def execute(link: Link, s: Statements, inp: MarketFeedInputs) -> list[Triggered]:
+    """The feed on ``link``, its transaction left open for the caller to commit; the
+    limit orders it triggered."""
+    cur, money = link.cur, s.money
+    # per symbol: last price, volume, lowest and highest price, in symbol order
+    symbols: dict[str, list[Any]] = {}
+    for symbol, price, qty in inp.entries:
+        seen = symbols.get(symbol)
+        if seen is None:
+            symbols[symbol] = [price, qty, price, price]
+        else:
+            seen[0], seen[1], seen[2], seen[3] = price, seen[1] + qty, min(seen[2], price), max(seen[3], price)
+    ordered = sorted(symbols.items())
+    now = stamp(datetime.now(UTC))
+    link.begin()
+    prices: list[Any] = []
+    volumes: list[Any] = []
+    requests: list[Any] = []
+    for symbol, (price, volume, lowest, highest) in ordered:
+        prices += (symbol, money(price))
+        volumes += (symbol, volume)
+        requests += (symbol, money(lowest), money(highest))
+    k = len(ordered)
+    cur.execute(s.mf_last_trade_k[k], [*prices, *volumes, now, *(symbol for symbol, _ in ordered)])
+    cur.execute(s.mf_requests_k[k], requests)
+    found = [Triggered(int(t_id), as_text(symb), int(qty), to_decimal(bid), as_text(tt))
+             for t_id, symb, qty, bid, tt in cur.fetchall()]
+    for at in range(0, len(found), MAX_TRADES):
+        ids = [t.trade_id for t in found[at:at + MAX_TRADES]]
+        cur.execute(s.mf_trades_k[len(ids)], [now, *ids])
+        cur.execute(s.mf_delete_k[len(ids)], ids)
+        history: list[Any] = []
+        for t_id in ids:
+            history += (t_id, now)
+        cur.execute(s.mf_history_k[len(ids)], history)
+    return found

@@ -1,0 +1,184 @@
+"""How the TPC-E transactions write their SQL once and run it on every database.
+
+Each transaction module has a ``statements(d)`` function that gives its SQL for a
+:class:`~tpsbench.core.sql.SqlDialect`, written with ``?`` markers in the SQL the
+databases share; what differs comes from the dialect, through the helpers here:
+
+- ``LIMIT n`` after the statement, or SQL Server's ``TOP n`` after SELECT (:func:`top`,
+  :func:`limit`);
+- row locks of a read-then-write: ``FOR UPDATE`` (PostgreSQL, MySQL) or the
+  ``WITH (UPDLOCK, ROWLOCK)`` hint after each table (SQL Server); nothing on SQLite,
+  whose write transactions hold the database lock from their BEGIN IMMEDIATE;
+- money updates wrapped in ``ROUND(.., 2)`` where DECIMAL columns hold doubles (SQLite),
+  and bound as floats there (sqlite3 cannot bind Decimal);
+- the driver's parameter marker (``?`` or ``%s``).
+
+Statements whose shape depends on a count (an IN list of k trade ids) are built for every
+count when the table is first asked for, and the table is cached per (dialect, marker):
+the hot path formats nothing.
+
+:class:`Link` is how a session runs them: the target's fast cursor where it has one
+(libpq's prepared statements, mysqlclient's C connection), which opens a transaction
+before the first statement and ends it with its commit or rollback; else the driver's
+DB-API cursor in autocommit mode, with the dialect's BEGIN (SQLite's BEGIN IMMEDIATE)
+sent before a read-write transaction's first statement, so that its reads are inside
+it, and read-only transactions left to autocommit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from tpsbench.core.sql import SqlDialect
+from tpsbench.core.target import Target
+
+#: the most trade ids one frame looks up or updates (Trade-Lookup and Trade-Update: 20)
+MAX_TRADES = 20
+CENT = Decimal("0.01")
+
+
+class Statements:
+    """The statement table of one dialect and marker: one attribute per statement
+    (attributes ending in ``_k`` are tuples indexed by a count, index 0 unused)."""
+
+    def __init__(self, d: SqlDialect, texts: dict[str, Any]) -> None:
+        self.dialect = d
+        #: how a Decimal amount is bound: as it is, or as a double where SQLite keeps one
+        self.money: Callable[[Decimal], object] = _same if d.exact_decimals else float
+        self.__dict__.update(texts)
+
+    def __getattr__(self, name: str) -> Any:
+        """Only for the type checker: every statement is an instance attribute."""
+        raise AttributeError(name)
+
+
+def build(d: SqlDialect, mark: str, parts: Iterable[Callable[[SqlDialect], dict[str, Any]]]) -> Statements:
+    """Every part's statements for ``d``, with ``?`` replaced by the driver's ``mark``."""
+    if mark not in ("?", "%s"):
+        raise ValueError(f"unsupported parameter marker {mark!r}")
+    texts: dict[str, Any] = {}
+    for part in parts:
+        made = part(d)
+        clash = set(made) & set(texts)
+        if clash:
+            raise ValueError(f"two statements are called {', '.join(sorted(clash))}")
+        texts.update({name: _marked(text, mark) for name, text in made.items()})
+    return Statements(d, texts)
+
+
+def _marked(text: Any, mark: str) -> Any:
+    """``text`` (a statement, a tuple of them, or None) for the driver's ``mark``: with
+    ``%s`` markers a literal percent sign is ``%%`` (a LIKE pattern), as every such
+    driver reads a statement that has parameters, which such statements all have."""
+    if mark == "?" or text is None:
+        return text
+    if isinstance(text, str):
+        return text.replace("%", "%%").replace("?", mark)
+    return tuple(_marked(t, mark) for t in text)
+
+
+def counted(make: Callable[[int], str], most: int = MAX_TRADES) -> tuple[str | None, ...]:
+    """``(None, make(1), ..., make(most))``: one statement per count, indexed by it."""
+    return (None, *(make(k) for k in range(1, most + 1)))
+
+
+def marks(k: int) -> str:
+    """``?, ?, ...``: k parameter markers, for an IN list."""
+    return ", ".join(["?"] * k)
+
+
+def top(d: SqlDialect, n: int) -> str:
+    """``TOP n `` to follow SELECT on SQL Server; "" elsewhere."""
+    return f"TOP {n} " if d.top1 else ""
+
+
+def limit(d: SqlDialect, n: int) -> str:
+    """`` LIMIT n`` to end a statement; "" on SQL Server (see :func:`top`)."""
+    return f" LIMIT {n}" if d.limit1 else ""
+
+
+def money_sql(d: SqlDialect, expr: str) -> str:
+    """A money expression as stored: rounded to cents where DECIMAL is a double (SQLite)."""
+    return expr if d.exact_decimals else f"ROUND({expr}, 2)"
+
+
+def concat(d: SqlDialect, *parts: str) -> str:
+    return f"CONCAT({', '.join(parts)})" if d.concat == "concat" else " || ".join(parts)
+
+
+def to_decimal(value: object) -> Decimal:
+    """A money value read back, as an exact Decimal (SQLite gives float or int)."""
+    return value if type(value) is Decimal else Decimal(repr(value))  # type: ignore[return-value]
+
+
+def as_text(value: object) -> str:
+    """A text value as read, without the blanks PostgreSQL pads CHAR(n) values with
+    (symbols, status and type ids), so that it compares equal to the same value read
+    from any database."""
+    return str(value).rstrip()
+
+
+def cents(value: Decimal) -> Decimal:
+    return value.quantize(CENT)
+
+
+def stamp(moment: datetime) -> str:
+    """A timestamp as bound and stored: ``YYYY-MM-DD HH:MM:SS``, the text the loader gives
+    SQLite (which compares timestamps as text) and every other database reads."""
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def day(value: date) -> str:
+    """A DATE as bound and stored: ``YYYY-MM-DD`` (the loader's text for DATE columns)."""
+    return value.strftime("%Y-%m-%d")
+
+
+def _same(value: Decimal) -> Decimal:
+    return value
+
+
+class Link:
+    """A session's statements and transactions on one connection (module docstring)."""
+
+    def __init__(self, target: Target, conn: Any) -> None:
+        fast = target.fast_cursor(conn)
+        d = target.sql
+        self.cur: Any
+        if fast is not None:
+            self.cur = fast
+            self._begin = ""
+            self._commit: Callable[[], None] = fast.commit
+            self._rollback: Callable[[], None] = fast.rollback
+        else:
+            target.set_autocommit(conn)
+            self.cur = conn.cursor()
+            self._begin = d.begin
+            self._commit = self._end_with(d.commit)
+            self._rollback = self._end_with(d.rollback)
+        #: an explicit transaction is open (the DB-API path)
+        self.open = False
+
+    def begin(self) -> None:
+        """Before a read-write transaction's first statement."""
+        if self._begin:
+            self.cur.execute(self._begin)
+            self.open = True
+
+    def commit(self) -> None:
+        self._commit()
+
+    def rollback(self) -> None:
+        """Roll back; a connection that is gone has rolled back already."""
+        with contextlib.suppress(Exception):
+            self._rollback()
+
+    def _end_with(self, sql: str) -> Callable[[], None]:
+        def end() -> None:
+            if self.open:
+                self.open = False
+                self.cur.execute(sql)
+        return end

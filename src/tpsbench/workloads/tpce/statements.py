@@ -1,0 +1,78 @@
+"""The statement table of every TPC-E transaction, and the sessions that run them.
+
+Each transaction module writes its own SQL (its ``statements(d)``); this puts them
+together once per (dialect, marker) and process, so that every session of a worker,
+the market exchange emulator's and Data-Maintenance's included, shares one table and
+nothing is formatted on the hot path. :class:`FramesSession` is what those sessions
+share: the table, the connection's :class:`~tpsbench.workloads.tpce.sql.Link`, and one
+way to run a transaction's frames and end it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from tpsbench.core.session import RunContext, Session
+from tpsbench.core.sql import SqlDialect
+from tpsbench.core.target import Target
+from tpsbench.workloads.tpce import (
+    broker_volume,
+    customer_position,
+    data_maintenance,
+    market_feed,
+    market_watch,
+    security_detail,
+    trade_lookup,
+    trade_order,
+    trade_result,
+    trade_status,
+    trade_update,
+)
+from tpsbench.workloads.tpce.sql import Link, Statements, build
+
+PARTS = (broker_volume, customer_position, data_maintenance, market_feed, market_watch, security_detail,
+         trade_lookup, trade_order, trade_result, trade_status, trade_update)
+
+
+@cache
+def statements(d: SqlDialect, mark: str = "?") -> Statements:
+    """Every transaction's statements for ``d`` with the driver's ``mark``."""
+    return build(d, mark, (part.statements for part in PARTS))
+
+
+def for_target(target: Target) -> Statements:
+    return statements(target.sql, target.placeholder())
+
+
+class FramesSession(Session):
+    """A session whose transactions are frames run on a :class:`Link` (the users', the
+    market exchange emulator's and Data-Maintenance's)."""
+
+    def __init__(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> None:
+        super().__init__(ctx, user_id, users, conn, target)
+        self.stmts = for_target(target)
+        self.link = Link(target, conn)
+        #: the last committed transaction's output (tests and debugging look at it)
+        self.last_output: object = None
+
+    def run(self, frames: Callable[..., Any], *args: Any) -> Any:
+        """``frames(link, statements, *args)``, then commit; an output of None (Trade-Order's
+        requested rollback) rolls back instead, and so does a failure, which is raised."""
+        link = self.link
+        try:
+            output = frames(link, self.stmts, *args)
+            if output is None:
+                link.rollback()
+                return None
+            link.commit()
+        except BaseException:
+            link.rollback()
+            raise
+        self.last_output = output
+        return output
+
+    def rebind(self, conn: Any) -> None:
+        self.conn = conn
+        self.link = Link(self.target, conn)
