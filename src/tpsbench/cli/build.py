@@ -49,7 +49,7 @@ def _make_build_command(cls: type[Workload]) -> click.Command:
                    f"in {result.seconds:.1f} s with {result.workers} loader(s)")
 
     options = stack(
-        scale_option(cls, "Size to build"),
+        scale_option(cls, "Size to build", default=cls.default_scale),
         db_option,
         click.option("--loaders", type=LOADERS, default=None, metavar="N",
                      help="Processes loading rows in parallel (default: one per core). The data does not depend"

@@ -25,6 +25,10 @@ from tpsbench.report.progress import make_console
 from tpsbench.workloads import get_workload
 
 workload_argument = click.argument("workload", metavar="WORKLOAD")
+#: the file a workload defined by one takes (custom's --file), for the commands that take
+#: no workload options of their own
+file_option = click.option("--file", "workload_file", default=None, metavar="FILE",
+                           help="The workload's own file, for a workload defined by one (custom: its TOML file).")
 #: what click (8.2 and later) raises for a bare group (``tpsbench``, ``tpsbench run``):
 #: its message is the group's help, to be shown as help and not as an error line
 BARE_GROUP = getattr(click.exceptions, "NoArgsIsHelpError", ())
@@ -43,21 +47,28 @@ def cli() -> None:
     """
 
 
+def file_options(path: str | None) -> dict[str, str]:
+    """--file as the workload's option ``file``, when given."""
+    return {} if path is None else {"file": path}
+
+
 @cli.command()
 @workload_argument
 @db_option
-def drop(workload: str, url: str | None) -> None:
+@file_option
+def drop(workload: str, url: str | None, workload_file: str | None) -> None:
     """Drop WORKLOAD's own tables (and nothing else) from the database."""
     from tpsbench.commands.build import drop as run_drop
 
-    dropped = run_drop(workload, url)
+    dropped = run_drop(workload, url, options=file_options(workload_file))
     click.echo(f"dropped {len(dropped)} {workload} table(s)" + (f": {', '.join(dropped)}" if dropped else ""))
 
 
 @cli.command()
 @workload_argument
 @db_option
-def check(workload: str, url: str | None) -> None:
+@file_option
+def check(workload: str, url: str | None, workload_file: str | None) -> None:
     """Verify WORKLOAD's consistency conditions (TPC-C: all twelve of clause 3.3.2).
 
     Conditions that hold only right after a build (TPC-C's 11th) are skipped once a
@@ -65,7 +76,7 @@ def check(workload: str, url: str | None) -> None:
     """
     from tpsbench.commands.check import check as run_check
 
-    results = run_check(workload, url)
+    results = run_check(workload, url, options=file_options(workload_file))
     table = Table(title=f"{workload} consistency", title_justify="left")
     for header in ("#", "condition", "result", "violating rows"):
         table.add_column(header)

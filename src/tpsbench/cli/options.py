@@ -57,18 +57,21 @@ def duration_option(name: str, default: str, help: str) -> Decorator:
                         help=f"{help} A {DURATION_FORM}.")
 
 
-def scale_option(cls: type[Workload], purpose: str, required: bool = True, alias: bool = True) -> Decorator:
+def scale_option(cls: type[Workload], purpose: str, required: bool = True, alias: bool = True,
+                 default: int | None = None) -> Decorator:
     """``--scale SCALE``: a number of the workload's units or a preset name, the one
     spelling of a scale in every command. ``alias``: also under the workload's own word
     for it where that is one word and no build option's name (``--warehouses`` for
     TPC-C, ``--tables`` for sysbench), so that a HammerDB or sysbench user types what
-    those tools take."""
+    those tools take. ``default``: the scale when none is given (then not required)."""
     unit = cls.scale_unit
     taken = {option.name for option in cls.build_options}
     names = ["--scale"]
     if alias and re.fullmatch(r"[a-z][a-z0-9-]*", unit) and unit.replace("-", "_") not in taken:
         names.append(f"--{unit}")
-    return click.option(*names, "scale", required=required, metavar="SCALE",
+    # no default at all unless there is one: click takes an explicit None for a value given
+    given: dict[str, Any] = {} if default is None else {"default": str(default), "show_default": True}
+    return click.option(*names, "scale", required=required and default is None, metavar="SCALE", **given,
                         help=f"{purpose}: a number of {unit}, or a preset name (tpsbench presets {cls.name}).")
 
 
@@ -79,9 +82,12 @@ def scale_of(cls: type[Workload], text: str) -> int:
 
 def _metavar(option: Option) -> str | None:
     """What a workload's option takes, told by its default: N for a whole number, NUMBER
-    for a decimal one, VALUE for anything else; None where click lists the choices."""
+    for a decimal one, VALUE for anything else (FILE for an option called file); None
+    where click lists the choices."""
     if option.choices:
         return None
+    if option.name == "file":
+        return "FILE"
     if re.fullmatch(r"\d+", option.default):
         return "N"
     return "NUMBER" if re.fullmatch(r"\d*\.\d+", option.default) else "VALUE"

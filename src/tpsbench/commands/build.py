@@ -22,7 +22,7 @@ from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.meta import (STATE_BUILDING, STATE_COMPLETE, TABLES, built_tables, clear_meta, foreign_tables,
                                 read_meta, write_meta)
 from tpsbench.core.parse import check_seed
-from tpsbench.core.schema import execute_ddl, install_routines, routines, split_ddl
+from tpsbench.core.schema import execute_ddl, install_routines, routines
 from tpsbench.core.target import Target
 from tpsbench.core.workload import LoadParams, SizeEstimate, Workload
 from tpsbench.report.progress import LoadProgress
@@ -65,9 +65,9 @@ def build(
         raise TpsbenchError(f"scale must be a whole number >= 1, got {scale}")
     check_seed(seed)
     target = open_target(url)
-    schema = wl.schema_file(target.dialect)
-    if not schema.exists():
-        raise TpsbenchError(f"{wl.name} has no DDL for {target.dialect} ({schema} is missing)")
+    ddl = wl.ddl(target.dialect)
+    if ddl is None:
+        raise TpsbenchError(f"{wl.name} has no DDL for {target.dialect} ({wl.schema_file(target.dialect)} is missing)")
     _refuse_too_big(target, wl, scale)
     target.ensure_database()
     _refuse_foreign(target, wl, "build into it")
@@ -77,7 +77,7 @@ def build(
         raise TpsbenchError(
             f"{target.describe()} already has {wl.name} tables ({listed}); add --drop-existing to replace them"
         )
-    drop(wl.name, target)
+    drop(wl, target)
 
     workers = _worker_count(workers, target)
     params = LoadParams(
@@ -93,7 +93,7 @@ def build(
         "tool_version": __version__, "workers": workers, "runs": 0,
         **{f"const_{k}": v for k, v in params.constants.items()},
     })
-    tables_ddl, index_ddl = split_ddl(schema.read_text())
+    tables_ddl, index_ddl = ddl
     execute_ddl(target, wl.expand_ddl(tables_ddl, scale), "creating tables")
 
     title = f"build {wl.name} {wl.describe_scale(scale)} on {target.describe()} with {workers} loader(s)"
@@ -112,11 +112,18 @@ def build(
     return BuildResult(wl.name, scale, seed, workers, seconds, rows)
 
 
-def drop(workload: str, target: Target | str | None = None) -> list[str]:
+def drop(workload: str | Workload, target: Target | str | None = None,
+         options: Mapping[str, str] | None = None) -> list[str]:
     """Drop the tables and metadata of tpsbench's build of the workload, nothing else;
     returns what was dropped. Tables named like the workload's that tpsbench did not
-    build here are refused in one line, and nothing is dropped."""
-    wl = get_workload(workload)
+    build here are refused in one line, and nothing is dropped. ``workload``: a name, its
+    ``options`` (custom's file) configuring it, or a configured workload (a build's)."""
+    if isinstance(workload, Workload):
+        wl = workload
+    else:
+        wl = get_workload(workload)
+        if options:
+            wl.configure(options)
     target = target if isinstance(target, Target) else open_target(target)
     _refuse_foreign(target, wl, "drop anything")
     built = built_tables(target, wl)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tpsbench.core.target import Target
@@ -22,13 +23,17 @@ class CheckResult:
         return self.violations == 0
 
 
-def check(workload: str, url: str | Target | None = None) -> list[CheckResult]:
-    """Evaluate every condition that holds in the database's present state.
+def check(workload: str, url: str | Target | None = None, options: Mapping[str, str] | None = None,
+          ) -> list[CheckResult]:
+    """Evaluate every condition that holds in the database's present state; ``options``
+    configure the workload first (custom's file, whose checks these are).
 
     Raises a one-line error when there is nothing to check (never built) or the build
     is incomplete (interrupted), because conditions on half-loaded data mean nothing.
     """
     wl = get_workload(workload)
+    if options:
+        wl.configure(options)
     target = url if isinstance(url, Target) else open_target(url)
     meta = wl.verify_schema(target)
     runs = int(meta.get("runs", "0"))

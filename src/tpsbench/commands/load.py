@@ -19,7 +19,6 @@ from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.target import Target
 from tpsbench.core.workload import LoadParams, LoadTask, Workload
 from tpsbench.targets import open_target
-from tpsbench.workloads import get_workload
 
 ChunkCallback = Callable[[str, int, int], None]
 
@@ -40,7 +39,7 @@ def load(
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
     with ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(target.url.render_as_string(hide_password=False), wl.name, params, queue),
+        max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(target.url.render_as_string(hide_password=False), wl, params, queue),
     ) as pool:
         futures = [pool.submit(_worker_task, task) for task in tasks]
         try:
@@ -66,9 +65,11 @@ def load(
 _worker: dict[str, Any] = {}
 
 
-def _worker_init(url: str, workload: str, params: LoadParams, queue: Any) -> None:
+def _worker_init(url: str, wl: Workload, params: LoadParams, queue: Any) -> None:
+    """A loader process: its connection, and the build's workload as configured (pickled,
+    as a run's workers get theirs), so that build options reach generate()."""
     target = open_target(url)
-    _worker.update(target=target, conn=target.connect(), wl=get_workload(workload), params=params, queue=queue)
+    _worker.update(target=target, conn=target.connect(), wl=wl, params=params, queue=queue)
 
 
 def _worker_task(task: LoadTask) -> dict[str, int]:

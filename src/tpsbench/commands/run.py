@@ -148,7 +148,9 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     if config.build_scale is not None:
         target.ensure_database()  # a database that is not there yet has no build either
         if not read_meta(target, wl.name):
-            build(wl.name, config.build_scale, config.url, seed=config.seed or 0)
+            # the run's options that are build options too (custom's file) shape the build
+            build(wl.name, config.build_scale, config.url, seed=config.seed or 0,
+                  options={o.name: config.options[o.name] for o in wl.build_options if config.options.get(o.name)})
     options = {**{o.name: o.default for o in wl.run_options}, **config.options}
     wl.configure(options)  # first: the schema is verified for the options (sysbench's --tables)
     meta = wl.verify_schema(target)

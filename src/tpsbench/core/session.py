@@ -142,6 +142,11 @@ class Session(ABC):
         except StopIteration as done:
             return bool(done.value)
 
+    def is_retryable(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is worth another attempt beyond what the target retries
+        (deadlocks, serialization failures): a workload's own rules (custom's retry_on)."""
+        return False
+
     def keying_time(self, name: str) -> float:
         """Seconds to wait before ``name``: a draw of --keying (a workload whose rules set
         keying times answers ``spec`` itself, as TPC-C does)."""

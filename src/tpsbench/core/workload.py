@@ -28,6 +28,7 @@ from tpsbench.core.batch import Batch
 from tpsbench.core.delays import ENGINE_OPTIONS, waits_of
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.meta import require_complete
+from tpsbench.core.schema import split_ddl
 
 if TYPE_CHECKING:
     from tpsbench.core.session import Background, RunContext, Session
@@ -115,6 +116,8 @@ class Workload(ABC):
     tables: ClassVar[tuple[str, ...]]
     #: what the scale counts, for messages ("warehouses")
     scale_unit: ClassVar[str] = "units"
+    #: the scale ``build`` takes when --scale is not given; None: --scale is required
+    default_scale: ClassVar[int | None] = None
     #: options of ``tpsbench run <name>`` beyond the common ones
     run_options: ClassVar[tuple[Option, ...]] = ()
     #: whether the workload's rules set keying and think times of their own (``--think
@@ -142,6 +145,14 @@ class Workload(ABC):
     def schema_file(cls, dialect: str) -> Path:
         """The DDL file for a target's dialect: ``<folder>/schemas/<dialect>.sql``."""
         return cls.folder() / "schemas" / f"{dialect}.sql"
+
+    def ddl(self, dialect: str) -> tuple[list[str], list[str]] | None:
+        """(table statements, index statements) for ``dialect``: the schema file's, split by
+        :func:`~tpsbench.core.schema.split_ddl`; None where there is no file for it. A
+        workload whose tables come from elsewhere (custom's, from a file the user wrote)
+        answers from there."""
+        path = self.schema_file(dialect)
+        return split_ddl(path.read_text()) if path.exists() else None
 
     @classmethod
     def scale_factors(cls) -> dict[str, Any]:

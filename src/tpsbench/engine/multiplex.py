@@ -330,7 +330,7 @@ class Multiplexer:
         self.advance(slot, None)
 
     def failed(self, slot: Hosted, exc: BaseException) -> None:
-        outcome = triage(self.target, self.rec, slot.name, exc, slot.retries)
+        outcome = triage(self.target, self.rec, slot.name, exc, slot.retries, slot.session)
         if outcome == "retry":
             slot.retries += 1
             self.attempt(slot)

@@ -45,7 +45,8 @@ BACKOFF_FIRST_S = 0.05
 BACKOFF_MAX_S = 2.0
 
 
-def triage(target: Target, rec: IntervalRecorder, name: str, exc: BaseException, retries: int) -> str:
+def triage(target: Target, rec: IntervalRecorder, name: str, exc: BaseException, retries: int,
+           session: Session) -> str:
     """Sort a failed attempt of ``name``, count it, and say what comes next.
 
     "retry": retryable (deadlock, serialization) with attempts left; "reconnect": the
@@ -54,7 +55,7 @@ def triage(target: Target, rec: IntervalRecorder, name: str, exc: BaseException,
     used up (the message is kept). Shared by both ways of running users, so that they
     count failures alike.
     """
-    if target.is_retryable(exc) and retries < MAX_RETRIES:
+    if (target.is_retryable(exc) or session.is_retryable(exc)) and retries < MAX_RETRIES:
         rec.add(name, "retries")
         return "retry"
     if target.is_disconnect(exc):
@@ -222,7 +223,7 @@ class VirtualUser:
             try:
                 return COMMITTED if session.execute(name, inputs) else ROLLED_BACK
             except Exception as exc:  # noqa: BLE001 - sorted by the target in triage()
-                outcome = triage(target, rec, name, exc, retries)
+                outcome = triage(target, rec, name, exc, retries, session)
                 if outcome == "retry":
                     retries += 1
                     continue
