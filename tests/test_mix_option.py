@@ -63,3 +63,16 @@ def test_a_run_realises_the_asked_mix_and_keeps_it(tmp_path: Path) -> None:
     assert summary is not None and summary.total("commits") > 1000
     for name, weight in ASKED.items():
         assert summary.txns[name].mix * 100 == pytest.approx(weight, abs=1.0), name
+
+
+def test_tpce_users_take_a_mix_of_their_own_and_the_market_keeps_its_transactions() -> None:
+    import random
+
+    from tpsbench.workloads.tpce.mix import Deck as TpceDeck
+    from tpsbench.workloads.tpce.mix import mix_shares
+
+    deck = TpceDeck(random.Random(3), mix_shares({"mix": "trade_order=300,trade_status=700"}))
+    dealt = [deck.draw() for _ in range(2000)]
+    assert (dealt.count("trade_order"), dealt.count("trade_status")) == (600, 1400)
+    with pytest.raises(TpsbenchError, match="unknown transaction 'trade_result'"):
+        mix_shares({"mix": "trade_result=1"})  # the market's, from the Trade-Orders

@@ -66,6 +66,7 @@ class TpceWorkload(Workload):
                                     MAX_TRADE_DAYS)
         self.market_days = day_count("--market-days", str(options.get("market_days", DEFAULT_MARKET_DAYS)),
                                      MAX_MARKET_DAYS)
+        mix.mix_shares(options)  # refused now, not in every worker
 
     def constants(self, seed: int) -> dict[str, int]:
         return loader.constants(self.trade_days, self.market_days)
@@ -102,6 +103,10 @@ class TpceWorkload(Workload):
                "Connections per driver process that send the market exchange emulator's Trade-Results and"
                f" Market-Feeds, beside the users' own; work they leave waiting for more than {mee.LATE_S:g} s is"
                " taken by the users. The report's mee_delay rows show how late work was sent after it was due."),
+        Option("mix", "", "The users' weights, e.g. trade_order=200,trade_status=300,market_watch=500 (normalised;"
+               " a transaction left out does not run; Trade-Result and Market-Feed follow from the Trade-Orders)."
+               " Default: TPC-E's, 49/130/180/140/80/101/190/20 per 1,000 for broker_volume, customer_position,"
+               " market_watch, security_detail, trade_lookup, trade_order, trade_status, trade_update."),
     )
     transaction_names = mix.TRANSACTIONS
     timing_names = mee.TIMINGS

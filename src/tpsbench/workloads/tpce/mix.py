@@ -20,12 +20,13 @@ make hot accounts; a trade id of the initial trades is skewed toward the newest
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from itertools import chain, repeat
 from typing import TypeVar
 
+from tpsbench.core.parse import parse_mix
 from tpsbench.workloads.tpce.sql import cents
 from tpsbench.workloads.tpce.universe import Customer, Security, Universe
 
@@ -47,13 +48,23 @@ PRICE_SWING = Decimal("0.05")
 T = TypeVar("T")
 
 
+def mix_shares(options: Mapping[str, str]) -> dict[str, float] | None:
+    """The users' mix --mix asks for (None: the rule's), or a one-line error; Trade-Result
+    and Market-Feed are the market's, and follow from the Trade-Orders."""
+    text = options.get("mix", "")
+    return parse_mix(text, tuple(CUSTOMER_WEIGHTS)) if text else None
+
+
 class Deck:
     """The users' transactions, dealt from a shuffled deck of 890 cards (module docstring)."""
 
     __slots__ = ("_deal",)
 
-    def __init__(self, rng: random.Random) -> None:
-        cards = [name for name, n in CUSTOMER_WEIGHTS.items() for _ in range(n)]
+    def __init__(self, rng: random.Random, shares: Mapping[str, float] | None = None) -> None:
+        """``shares``: --mix, each user transaction's share (summing to 1), dealt as cards
+        per 1,000; default CUSTOMER_WEIGHTS, the rule's."""
+        counts = CUSTOMER_WEIGHTS if shares is None else {name: round(1000 * share) for name, share in shares.items()}
+        cards = [name for name, n in counts.items() for _ in range(n)]
         self._deal: Iterator[str] = chain.from_iterable(map(_shuffled, repeat(cards), repeat(rng)))
 
     def draw(self) -> str:

@@ -38,7 +38,7 @@ from tpsbench.workloads.tpce import (
     trade_status,
     trade_update,
 )
-from tpsbench.workloads.tpce.mix import FROM_MARKET, Deck, Draws
+from tpsbench.workloads.tpce.mix import FROM_MARKET, Deck, Draws, mix_shares
 from tpsbench.workloads.tpce.statements import FramesSession
 from tpsbench.workloads.tpce.universe import universe
 
@@ -78,7 +78,7 @@ class TpceSession(FramesSession):
         super().__init__(ctx, user_id, users, conn, target)
         self.world = universe(target, conn)
         self.draw = Draws(ctx.seed, user_id, self.world)
-        self.deck = Deck(self.draw.rng)
+        self.deck = Deck(self.draw.rng, mix_shares(ctx.options))
         self.exchange = exchange
         self._work: mee.Work | None = None
         if exchange is not None:
