@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import scratch_mysql_database, scratch_pg_database, sql_dialects
+from conftest import scratch_mysql_database, scratch_pg_database, sql_dialects, unavailable
 
 from tpsbench.commands.build import build
 from tpsbench.commands.check import check
@@ -417,6 +417,30 @@ def test_a_short_run_realises_the_mix_reconciles_and_passes_the_checks(db: Db, t
     assert txns["trade_order"].rollbacks > 0  # the 1%: expected rollbacks, not errors
     results = check("tpce", db.url)
     assert {r.number for r in results if r.violations is None} == {10, 11}
+    assert {r.number: r.violations for r in results if r.violations is not None and not r.passed} == {}
+
+
+def test_a_run_through_odbc_reconciles_and_passes_the_checks(db: Db, tmp_path: Path) -> None:
+    """The same transactions through pyodbc (psqlODBC, MariaDB Connector/ODBC), the path
+    SQL Server's would take: ``?`` markers, parameters typed by the ODBC driver."""
+    import pyodbc
+    from sqlalchemy.engine import make_url
+
+    driver = {"postgresql": "PostgreSQL Unicode", "mysql": "MariaDB Unicode"}.get(db.target.dialect)
+    if driver is None:
+        pytest.skip("no ODBC path for SQLite here")
+    if driver not in pyodbc.drivers():
+        unavailable(f"ODBC driver {driver!r}", f"installed: {pyodbc.drivers()}")
+    url = make_url(db.url)
+    odbc = url.set(drivername=f"{url.get_backend_name()}+pyodbc", query={"driver": driver})
+    record = run(RunConfig("tpce", odbc.render_as_string(hide_password=False), users=[2], rampup_s=0.5,
+                           duration_s=3.0, interval_s=1.5, seed=6, results_url=f"sqlite:///{tmp_path}/results.db"),
+                 live=None, observers=[])
+    txns = record.outcome.steps[0].summary.txns
+    assert record.status == "completed" and record.honesty["match"], record.honesty
+    assert all(t.errors == 0 for t in txns.values()), {n: t.errors for n, t in txns.items()}
+    assert txns["trade_order"].commits > 0 and txns["trade_result"].commits > 0
+    results = check("tpce", db.url)
     assert {r.number: r.violations for r in results if r.violations is not None and not r.passed} == {}
 
 
