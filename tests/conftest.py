@@ -7,6 +7,11 @@ at the addresses below, overridable by environment variables.
 A test that needs a server which does not answer is SKIPPED on a developer's machine,
 so that the rest of the suite still runs; with ``CI=true`` it FAILS instead, because
 CI starts the servers and a silent skip there would hide a broken setup.
+
+``built_tpcc_sqlite`` is a TPC-C scale 1 SQLite file built once per session (two
+seconds each time a test built its own); tests run on copies of it (:func:`copy_of`),
+never on it. ``deliverable_sigint`` lets a test's subprocesses get Ctrl-C even when the
+suite was started where SIGINT is ignored (``cmd &`` in a script, nohup).
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import shutil
+import signal
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +30,13 @@ from typing import Any, NoReturn
 import psycopg
 import pymysql
 import pytest
+
+# The tpsbench under test is this checkout's, whatever an editable install elsewhere points
+# to (a fresh clone's .ci/run repoints it): here and in the CLI subprocesses the tests start.
+SRC = str(Path(__file__).resolve().parent.parent / "src")
+if sys.path[0] != SRC:
+    sys.path.insert(0, SRC)
+os.environ["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [os.environ.get("PYTHONPATH")])])
 from sqlalchemy.engine import URL, make_url
 
 #: server-level URLs (any database the user may connect to) used to create scratch databases
@@ -140,6 +155,52 @@ def mysql_url() -> Iterator[str]:
 def sqlite_url(tmp_path: Path) -> str:
     """``sqlite:///<tmp_path>/tpsbench.db``: a SQLite file that does not exist yet."""
     return f"sqlite:///{tmp_path / 'tpsbench.db'}"
+
+
+@pytest.fixture(scope="session")
+def built_tpcc_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A TPC-C scale 1 SQLite database (seed 0), built once for the whole session: copy it
+    with :func:`copy_of` and change only the copy, as every test after yours gets this file."""
+    from tpsbench.commands.build import build
+
+    path = tmp_path_factory.mktemp("built_tpcc") / "tpcc.db"
+    build("tpcc", 1, f"sqlite:///{path}", show_progress=False)
+    return path
+
+
+def copy_of(built: Path, folder: Path, name: str = "tpcc.db") -> str:
+    """The URL of a fresh copy of the SQLite database ``built`` as ``folder/name``."""
+    shutil.copy(built, folder / name)
+    return f"sqlite:///{folder / name}"
+
+
+@pytest.fixture
+def bare_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``tmp_path`` as the working folder, with no TPSBENCH_ settings in the environment:
+    where the CLI run in this process (test_cli_help.invoke) would write what it stores."""
+    monkeypatch.chdir(tmp_path)
+    for name in [name for name in os.environ if name.startswith("TPSBENCH_")]:
+        monkeypatch.delenv(name)
+    return tmp_path
+
+
+@pytest.fixture
+def deliverable_sigint() -> Iterator[None]:
+    """SIGINT reaches the test's subprocesses as it reaches a program run in a terminal.
+
+    A program inherits an ignored SIGINT (a shell ignores it for ``cmd &``) and Python
+    then leaves Ctrl-C ignored, so a signal test would wait out its timeout and fail for
+    the way the suite was started; a handler of ours here makes an exec'd child start
+    with the default disposition again.
+    """
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def schema_file(workload: str, dialect: str) -> Path:

@@ -1,5 +1,7 @@
 """Every report format carries the numbers of the results store, read back from each.
 
+It is also the test of a concurrent campaign on two servers (tpsbench.commands.campaign).
+
 One real concurrent campaign over two configurations (PostgreSQL and MariaDB, built and
 run at the same time by ``tpsbench campaign --concurrent``), then ``tpsbench report``
 in rich, Markdown, CSV, JSON and HTML, each parsed back and compared figure by figure
@@ -80,6 +82,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, l
         result = tpsbench("campaign", "pools.toml", "--concurrent", cwd=folder)
         assert result.returncode == 0, result.stderr[-3000:]
         assert result.stdout.rstrip().endswith("campaign 1: completed")
+        assert "[pool <PG>] run" in result.stdout and "[pool MariaDB] run" in result.stdout  # each child relayed
         assert "[pool <PG>] build tpcc" in result.stderr and "[pool MariaDB] build tpcc" in result.stderr
         store = ResultsStore(f"sqlite:///{folder / 'tpsbench-results.db'}", create=False)
         runs = [store.load_run(r.id) for r in store.campaign_runs(1)]

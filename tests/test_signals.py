@@ -3,28 +3,30 @@
 The moments a user hits: while a connection waits for a server that never answers (a C
 driver holds the main thread there: tpsbench.core.watchdog), and anywhere in a run,
 from loading the libraries through the steps to the honesty check and the report,
-which a sweep of signal times over one short run reaches.
+which a sweep of signal times over one short run reaches; and, in this process, an
+interruption just after the run is stored, which the sweep reaches only by chance.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import copy_of
 
+from tpsbench.commands.run import RunConfig, run
 from tpsbench.results.store import ResultsStore
 
-EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+EXIT: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
 #: the longest a signal may take to end the process
 WITHIN_S = 5.0
 
@@ -33,33 +35,86 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")}
 
 
-def _signal_after(args: list[str], cwd: Path, after_s: float, sig: int) -> tuple[int, float, str, str]:
-    """Start ``tpsbench ARGS``, send ``sig`` after ``after_s``; (exit code, seconds it took
+#: waits for the moment to send the signal, or for the process to end
+Moment = Callable[[subprocess.Popen[str]], None]
+
+
+def _signal_after(args: list[str], cwd: Path, moment: Moment, sig: int) -> tuple[int, float, str, str]:
+    """Start ``tpsbench ARGS``, send ``sig`` at ``moment``; (exit code, seconds it took
     after the signal (0 if it ended before), stdout, stderr)."""
     proc = subprocess.Popen([sys.executable, "-m", "tpsbench", *args], cwd=cwd, env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        proc.wait(after_s)
-        out, err = proc.communicate()
-        return proc.returncode, 0.0, out, err
-    except subprocess.TimeoutExpired:
-        pass
-    proc.send_signal(sig)
-    sent = time.monotonic()
-    try:
+        moment(proc)
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            return proc.returncode, 0.0, out, err
+        proc.send_signal(sig)
+        sent = time.monotonic()
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
     return proc.returncode, time.monotonic() - sent, out, err
 
 
-@pytest.fixture
-def silent_server() -> Iterator[int]:
+def _catches_sigterm(pid: int) -> bool:
+    """Whether the process has a handler for SIGTERM yet, tpsbench's first act (Python's
+    own start sets none)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:  # gone
+        return False
+    caught = next((line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), "0")
+    return bool(int(caught, 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def after(seconds: float) -> Moment:
+    """``seconds`` after tpsbench's own code began: before, Python itself is starting,
+    which no program can handle, and which takes the longer the busier the machine is
+    (past 0.8 s with 30 processes wanting its two cores)."""
+    def moment(proc: subprocess.Popen[str]) -> None:
+        while proc.poll() is None and not _catches_sigterm(proc.pid):
+            time.sleep(0.005)
+        try:
+            proc.wait(seconds)
+        except subprocess.TimeoutExpired:
+            pass
+    return moment
+
+
+class SilentServer:
     """A port that accepts connections and never says a word: a hung server, for real."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(16)
-        yield server.getsockname()[1]
+
+    def __init__(self, listening: socket.socket) -> None:
+        self.listening = listening
+        self.port: int = listening.getsockname()[1]
+        self.clients: list[socket.socket] = []  # held open: a closed one would be an answer
+
+    def connected(self, proc: subprocess.Popen[str]) -> None:
+        """A moment: once ``proc`` has connected (and is waiting for the server's first
+        word), rather than a fixed time that a loaded machine may not have reached yet."""
+        self.listening.settimeout(0.1)
+        deadline = time.monotonic() + 60.0
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                self.clients.append(self.listening.accept()[0])
+            except TimeoutError:
+                continue
+            time.sleep(0.3)  # from its connect() into the read that waits
+            return
+
+
+@pytest.fixture
+def silent_server() -> Iterator[SilentServer]:
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(16)
+        server = SilentServer(listening)
+        try:
+            yield server
+        finally:
+            for client in server.clients:
+                client.close()
 
 
 DRIVERS = ["postgresql+psycopg", "mysql+pymysql", "mysql+mysqldb"]
@@ -67,12 +122,14 @@ DRIVERS = ["postgresql+psycopg", "mysql+pymysql", "mysql+mysqldb"]
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("driver", DRIVERS)
-def test_a_signal_while_connecting_to_a_server_that_never_answers(driver: str, sig: int, silent_server: int,
-                                                                  tmp_path: Path, require) -> None:
+def test_a_signal_while_connecting_to_a_server_that_never_answers(driver: str, sig: int,
+                                                                  silent_server: SilentServer, tmp_path: Path,
+                                                                  require, deliverable_sigint: None) -> None:
     if driver.endswith("mysqldb") and importlib.util.find_spec("MySQLdb") is None:
         require("mysqlclient (pip install mysqlclient)", "not installed")
-    code, took, _, err = _signal_after(["run", "tpcc", "--db", f"{driver}://u@127.0.0.1:{silent_server}/x"],
-                                       tmp_path, 2.5, sig)
+    code, took, _, err = _signal_after(["run", "tpcc", "--db", f"{driver}://u@127.0.0.1:{silent_server.port}/x"],
+                                       tmp_path, silent_server.connected, sig)
+    assert silent_server.clients, f"it never connected: {err}"
     assert took > 0, f"it ended before the signal: {err}"
     assert code == EXIT[sig] and took < WITHIN_S, (code, took, err)
     lines = [line for line in err.splitlines() if line.strip()]
@@ -80,43 +137,34 @@ def test_a_signal_while_connecting_to_a_server_that_never_answers(driver: str, s
     assert list(tmp_path.iterdir()) == []  # nothing stored: the run never started
 
 
-@pytest.fixture(scope="module")
-def built_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("built")
-    result = subprocess.run([sys.executable, "-m", "tpsbench", "build", "tpcc", "--scale", "1", "--db",
-                             f"sqlite:///{folder / 'tpcc.db'}"], cwd=folder, env=_env(), capture_output=True,
-                            text=True, timeout=300, check=False)
-    assert result.returncode == 0, result.stderr
-    return folder / "tpcc.db"
-
-
-#: seconds after the start at which a signal arrives: from the libraries loading to the report
-#: (not sooner: in the first few tenths of a second Python itself is starting, which no
-#: program can handle; test_cli_errors covers the first moment tpsbench's own code runs)
+#: seconds after tpsbench's code began (a tenth of a second or so after the start on an
+#: idle machine) at which a signal arrives: from the libraries loading to the report
+#: (test_cli_errors covers the first moment tpsbench's own code runs)
 MOMENTS = [0.8, 1.4, 2.0, 2.6, 3.2, 3.8, 4.4, 5.0, 5.8, 6.6]
 
 
 @pytest.mark.slow
-def test_a_signal_at_any_moment_of_a_run_ends_it_cleanly(built_db: Path, tmp_path: Path) -> None:
+def test_a_signal_at_any_moment_of_a_run_ends_it_cleanly(built_tpcc_sqlite: Path, tmp_path: Path,
+                                                         deliverable_sigint: None) -> None:
     def one(index: int) -> tuple[float, int, tuple[int, float, str, str], Path, subprocess.CompletedProcess | None]:
         folder = tmp_path / f"at{index}"
         folder.mkdir()
-        shutil.copy(built_db, folder / "tpcc.db")
+        db = copy_of(built_tpcc_sqlite, folder)
         sig = (signal.SIGINT, signal.SIGTERM)[index % 2]
-        args = ["run", "tpcc", "--db", f"sqlite:///{folder / 'tpcc.db'}", "--results",
-                f"sqlite:///{folder / 'results.db'}", "--users", "1,2", "--rampup", "0.5s", "--duration", "1s",
-                "--interval", "0.5s"]
-        outcome = _signal_after(args, folder, MOMENTS[index], sig)
+        args = ["run", "tpcc", "--db", db, "--results", f"sqlite:///{folder / 'results.db'}", "--users", "1,2",
+                "--rampup", "0.5s", "--duration", "1s", "--interval", "0.5s"]
+        moment = MOMENTS[index]
+        outcome = _signal_after(args, folder, after(moment), sig)
         if not outcome[1]:  # over before the signal
-            return MOMENTS[index], sig, outcome, folder, None
+            return moment, sig, outcome, folder, None
         # then a run on the same data: none left marked active, nothing damaged (its honesty check)
         again = subprocess.run([sys.executable, "-m", "tpsbench", *args[:5], f"sqlite:///{folder / 'again.db'}",
                                 "--users", "1", "--rampup", "0s", "--duration", "0.5s", "--interval", "0.5s"],
                                cwd=folder, env=_env(), capture_output=True, text=True, timeout=120, check=False)
-        return MOMENTS[index], sig, outcome, folder, again
+        return moment, sig, outcome, folder, again
 
-    with ThreadPoolExecutor(3) as pool:
-        outcomes = list(pool.map(one, range(len(MOMENTS))))
+    with ThreadPoolExecutor(3) as pool:  # the latest moments first: the pool's last runs are then its shortest
+        outcomes = list(pool.map(one, reversed(range(len(MOMENTS)))))
     interrupted = 0
     for moment, sig, (code, took, _, err), folder, again in outcomes:
         where = f"signal {sig} at {moment}s: exit {code} after {took:.1f}s\n{err}"
@@ -132,3 +180,22 @@ def test_a_signal_at_any_moment_of_a_run_ends_it_cleanly(built_db: Path, tmp_pat
             assert statuses <= {"interrupted", "completed"}, where + str(statuses)
         assert again.returncode == 0, where + again.stderr
     assert interrupted >= len(MOMENTS) // 2  # the sweep reached the run, not only its end
+
+
+def test_an_interruption_just_after_the_run_is_stored_ends_it_as_interrupted(built_tpcc_sqlite: Path,
+                                                                            tmp_path: Path) -> None:
+    """Ctrl-C (a KeyboardInterrupt in the main thread) as the run says its plan, which is
+    once it is stored as running and before its steps: it is then stored as interrupted,
+    with no honesty check, instead of running for ever."""
+    url, results = copy_of(built_tpcc_sqlite, tmp_path), f"sqlite:///{tmp_path / 'results.db'}"
+
+    def live(line: str) -> None:
+        if line.startswith("run "):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(RunConfig("tpcc", url, users=[1], rampup_s=0.0, duration_s=1.0, interval_s=1.0, results_url=results),
+            live=live)
+    (stored,) = ResultsStore(results, create=False).list_runs()
+    assert (stored.status, stored.honesty) == ("interrupted", {"match": None, "skipped": "interrupted before the "
+                                                                                        "steps' counts were in"})

@@ -6,14 +6,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
-
-from conftest import _pg_admin
+from conftest import _pg_admin, copy_of
+from test_cli_help import invoke
 from test_devices import attached_loop, mounted
+
 from tpsbench.commands.build import build
 from tpsbench.commands.run import RunConfig, run
 from tpsbench.commands.storage import storage_facts
@@ -31,10 +31,11 @@ def short(url: str, tmp_path: Path, **overrides: object) -> RunConfig:
     return config
 
 
-def test_a_run_stores_its_described_and_detected_storage_and_reports_its_io(sqlite_url: str, tmp_path: Path) -> None:
+def test_a_run_stores_its_described_and_detected_storage_and_reports_its_io(built_tpcc_sqlite: Path,
+                                                                            tmp_path: Path) -> None:
     (tmp_path / "storage.toml").write_text(STORAGE)
-    build("tpcc", 1, sqlite_url, show_progress=False)
-    record = run(short(sqlite_url, tmp_path, storage_file=str(tmp_path / "storage.toml")), live=None)
+    url = copy_of(built_tpcc_sqlite, tmp_path)
+    record = run(short(url, tmp_path, storage_file=str(tmp_path / "storage.toml")), live=None)
     data = record.store.load_run(record.run_id)
     assert data.run.storage == "pool A"  # the file's one configuration names the run
     stored = data.run.config["storage"]
@@ -47,12 +48,11 @@ def test_a_run_stores_its_described_and_detected_storage_and_reports_its_io(sqli
         assert "IOPS" in render([data]) and "MB/s" in render([data])
 
 
-def test_a_database_on_tmpfs_has_no_device_and_says_so(sqlite_url: str, tmp_path: Path, require) -> None:
+def test_a_database_on_tmpfs_has_no_device_and_says_so(built_tpcc_sqlite: Path, tmp_path: Path, require) -> None:
     if os.geteuid() != 0:
         require("root (to mount a tmpfs)", f"running as uid {os.geteuid()}")
     with mounted(tmp_path / "ram", "-t", "tmpfs", "-o", "size=256m", "tmpfs") as ram:
-        url = f"sqlite:///{ram / 'tpcc.db'}"
-        build("tpcc", 1, url, show_progress=False)
+        url = copy_of(built_tpcc_sqlite, ram)
         said: list[str] = []
         record = run(short(url, tmp_path), live=said.append)
         data = record.store.load_run(record.run_id)
@@ -111,16 +111,14 @@ def test_a_postgresql_tablespace_on_a_loop_device_is_found_and_its_io_read(pg_ur
     (["--storage-file", "good.toml", "--storage", "other"], "does not describe 'other'"),
     (["--data-path", "/no/such/folder"], "--data-path /no/such/folder does not exist"),
 ])
-def test_bad_storage_input_is_one_line_and_nothing_is_stored(tmp_path: Path, args: list[str], needle: str) -> None:
-    (tmp_path / "bad.toml").write_text('[storage."A"]\nrmp = 7200\n')
-    (tmp_path / "good.toml").write_text(STORAGE)
-    db = f"sqlite:///{tmp_path / 'tpcc.db'}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")}
-    assert subprocess.run([sys.executable, "-m", "tpsbench", "build", "tpcc", "--scale", "1", "--db", db],
-                          cwd=tmp_path, env=env, capture_output=True, check=False).returncode == 0
-    result = subprocess.run([sys.executable, "-m", "tpsbench", "run", "tpcc", "--db", db, "--users", "1",
-                             "--duration", "1s", *args], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            check=False, timeout=120)
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode != 0 and len(lines) == 1 and needle in lines[0], result.stderr
-    assert not (tmp_path / "tpsbench-results.db").exists()
+def test_bad_storage_input_is_one_line_and_nothing_is_stored(built_tpcc_sqlite: Path, bare_cwd: Path,
+                                                             capsys: pytest.CaptureFixture[str], args: list[str],
+                                                             needle: str) -> None:
+    """On a built database, where the run would go ahead but for the storage input; the
+    CLI in this process (bare_cwd)."""
+    (bare_cwd / "bad.toml").write_text('[storage."A"]\nrmp = 7200\n')
+    (bare_cwd / "good.toml").write_text(STORAGE)
+    db = copy_of(built_tpcc_sqlite, bare_cwd)
+    code, _, lines = invoke(["run", "tpcc", "--db", db, "--users", "1", "--duration", "1s", *args], capsys)
+    assert code != 0 and len(lines) == 1 and needle in lines[0], lines
+    assert not (bare_cwd / "tpsbench-results.db").exists()

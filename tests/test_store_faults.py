@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import multiprocessing as mp
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -22,8 +21,8 @@ from typing import Any, NoReturn
 import psycopg
 import pytest
 import sqlalchemy as sa
+from conftest import copy_of
 
-from tpsbench.commands.build import build
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.meta import ACTIVE, read_meta
 from tpsbench.core.redact import safe_url
@@ -54,19 +53,6 @@ def tpsbench(*args: str, db: str = "", results: str = "", cwd: Path) -> subproce
 def finished(proc: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str, str]:
     out, err = proc.communicate(timeout=timeout)
     return proc.returncode, out, err
-
-
-@pytest.fixture(scope="module")
-def built_tpcc(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A TPC-C scale 1 SQLite database, built once; tests run on copies of it."""
-    path = tmp_path_factory.mktemp("built") / "tpcc.db"
-    build("tpcc", 1, f"sqlite:///{path}", show_progress=False)
-    return path
-
-
-def tpcc_copy(built: Path, folder: Path, name: str = "tpcc.db") -> str:
-    shutil.copy(built, folder / name)
-    return f"sqlite:///{folder / name}"
 
 
 # -- two writers ------------------------------------------------------------------------------
@@ -146,12 +132,12 @@ def test_two_processes_write_one_sqlite_store_at_once_and_keep_every_row(tmp_pat
         assert data.steps[0].summary is not None and data.steps[0].summary.total("commits") == 30 * INTERVALS
 
 
-def test_two_cli_runs_at_once_on_two_databases_into_one_store(built_tpcc: Path, tmp_path: Path) -> None:
+def test_two_cli_runs_at_once_on_two_databases_into_one_store(built_tpcc_sqlite: Path, tmp_path: Path) -> None:
     """Two `tpsbench run`s at once, each on its own database, into one results store, with
     `tpsbench runs` reading it meanwhile: both complete, honestly, with their own run ids."""
     results = f"sqlite:///{tmp_path / 'results.db'}"
-    runs = [tpsbench("run", "tpcc", "--users", "1,2", "--rampup", "0s", "--duration", "3s", "--interval", "1s",
-                     db=tpcc_copy(built_tpcc, tmp_path, name), results=results, cwd=tmp_path)
+    runs = [tpsbench("run", "tpcc", "--users", "1,2", "--rampup", "0s", "--duration", "1.5s", "--interval", "0.5s",
+                     db=copy_of(built_tpcc_sqlite, tmp_path, name), results=results, cwd=tmp_path)
             for name in ("a.db", "b.db")]
     reads = 0
     while any(proc.poll() is None for proc in runs):
@@ -171,7 +157,7 @@ def test_two_cli_runs_at_once_on_two_databases_into_one_store(built_tpcc: Path, 
         assert [s.users for s in data.steps] == [1, 2] and all(s.summary for s in data.steps)
         for step in (1, 2):
             numbers = [i.interval for i in data.intervals if i.step == step]
-            assert numbers == list(range(len(numbers))) and len(numbers) >= 3, numbers
+            assert numbers == list(range(len(numbers))) and len(numbers) >= 3, numbers  # 1.5 s in 0.5 s intervals
 
 
 # -- a disk that fills up or turns read-only --------------------------------------------------
@@ -183,13 +169,13 @@ def small_disk(tmp_path: Path, require: Callable[[str, object], NoReturn]) -> It
     folder = tmp_path / "small"
     folder.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tpsbench-test", str(folder)],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, check=False)
     if mounted.returncode != 0:
         require("mounting a tmpfs", mounted.stderr)
     try:
         yield folder
     finally:
-        if subprocess.run(["umount", str(folder)], capture_output=True).returncode != 0:
+        if subprocess.run(["umount", str(folder)], capture_output=True, check=False).returncode != 0:
             subprocess.run(["umount", "-l", str(folder)], check=True)
 
 
@@ -210,7 +196,7 @@ def remount(folder: Path, mode: str) -> None:
     """``mount -o remount,MODE``: busy while the store is open for a write, so tried again."""
     deadline = time.monotonic() + 10.0
     while (done := subprocess.run(["mount", "-o", f"remount,{mode}", str(folder)], capture_output=True,
-                                  text=True)).returncode != 0:
+                                  text=True, check=False)).returncode != 0:
         assert time.monotonic() < deadline, done.stderr
         time.sleep(0.005)
 
@@ -230,12 +216,12 @@ FAULTS: dict[str, tuple[Callable[[Path], None], Callable[[Path], None]]] = {
 
 @pytest.mark.parametrize("cause", FAULTS)
 def test_a_store_that_cannot_be_written_mid_run_stops_it_in_one_line_and_keeps_what_was_written(
-        cause: str, small_disk: Path, built_tpcc: Path, tmp_path: Path) -> None:
+        cause: str, small_disk: Path, built_tpcc_sqlite: Path, tmp_path: Path) -> None:
     """The store's disk fills up (or turns read-only) in the second step: the run stops
     within seconds, its workers gone and the database's run mark removed, with one line
     that names the store, the cause and what was kept, and exit 1; the first step can
     still be read, while the disk is full (read-only) and after."""
-    db, results = tpcc_copy(built_tpcc, tmp_path), f"sqlite:///{small_disk / 'results.db'}"
+    db, results = copy_of(built_tpcc_sqlite, tmp_path), f"sqlite:///{small_disk / 'results.db'}"
     make_fault, repair = FAULTS[cause]
     proc = tpsbench("run", "tpcc", *STEPS, db=db, results=results, cwd=tmp_path)
     try:
@@ -255,8 +241,8 @@ def test_a_store_that_cannot_be_written_mid_run_stops_it_in_one_line_and_keeps_w
     said = [line for line in err.splitlines() if line.startswith("tpsbench:")]
     # the run's end may fit on a full disk once the failed write's journal is freed; never on a read-only one
     unended = cause == "read-only" or err.rstrip().endswith(RUNNING)
-    assert said == [f"tpsbench: error: the results store {results} cannot be written ({cause}): run 1 stopped "
-                    f"during step 2; step 1 was kept{RUNNING if unended else ''}"], err
+    assert said == [(f"tpsbench: error: the results store {results} cannot be written ({cause}): run 1 stopped "
+                     f"during step 2; step 1 was kept{RUNNING if unended else ''}")], err
     assert err.rstrip().endswith(said[0])
     stopped = time.monotonic() + 5.0  # the workers, and multiprocessing's resource tracker that sees them off
     while [pid for pid in workers if alive(pid)] and time.monotonic() < stopped:
@@ -265,9 +251,11 @@ def test_a_store_that_cannot_be_written_mid_run_stops_it_in_one_line_and_keeps_w
     assert ACTIVE not in read_meta(open_target(db), "tpcc")
 
     def readable() -> None:
-        code, out, err = finished(tpsbench("runs", results=results, cwd=tmp_path))
+        listing, report = tpsbench("runs", results=results, cwd=tmp_path), tpsbench("report", "1", results=results,
+                                                                                  cwd=tmp_path)  # both at once
+        code, out, err = finished(listing)
         assert code == 0 and ("running" if unended else "failed") in out, err
-        code, out, err = finished(tpsbench("report", "1", results=results, cwd=tmp_path))
+        code, out, err = finished(report)
         assert code == 0 and "Traceback" not in err, err
         data = ResultsStore(results, create=False).load_run(1)
         assert data.run.status == ("running" if unended else "failed")

@@ -1,5 +1,6 @@
 """``python -m tpsbench`` and the ``tpsbench`` command."""
 
+import logging
 import signal
 import sys
 
@@ -22,6 +23,9 @@ def entry() -> None:
     from tpsbench.core.errors import raise_terminated
 
     watchdog.start()
+    # SQLAlchemy's pool logs a Ctrl-C that lands while it closes a connection, traceback and
+    # all, through logging's last resort, before the interruption ends the run in one line
+    logging.getLogger("sqlalchemy.pool").addHandler(logging.NullHandler())
     signal.signal(signal.SIGINT, interrupt)
     signal.signal(signal.SIGTERM, raise_terminated)
     main()

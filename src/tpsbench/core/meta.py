@@ -121,7 +121,11 @@ def note_run_started(target: Target, workload: str) -> str:
     and mark it active (:func:`active_run`) until :func:`note_run_ended`; the mark."""
     runs = int(read_meta(target, workload).get("runs", "0"))
     mark = f"{socket.gethostname()} {os.getpid()} {datetime.now(UTC).isoformat(timespec='seconds')}"
-    write_meta(target, workload, {"runs": runs + 1, ACTIVE: mark})
+    try:
+        write_meta(target, workload, {"runs": runs + 1, ACTIVE: mark})
+    except KeyboardInterrupt:  # Ctrl-C (SIGTERM) may come once the mark is in, as the connection closes
+        note_run_ended(target, workload, mark)
+        raise
     return mark
 
 
