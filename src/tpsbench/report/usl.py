@@ -20,15 +20,16 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
-from scipy.optimize import OptimizeResult, least_squares
-from scipy.stats import t as student_t
 
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.parse import MAX_USERS
 from tpsbench.measure.summary import LatencyStats
+
+if TYPE_CHECKING:  # scipy is imported where a fit is made: it is half of the CLI's start-up
+    from scipy.optimize import OptimizeResult
 
 #: the fewest distinct user loads three parameters can be fitted to at all
 MIN_LOADS = 3
@@ -116,6 +117,8 @@ def _jacobian(params: Sequence[float], n: np.ndarray, x: np.ndarray) -> np.ndarr
 
 
 def _solve(n: np.ndarray, x: np.ndarray, start: Sequence[float]) -> OptimizeResult:
+    from scipy.optimize import least_squares
+
     return least_squares(lambda p: _usl(p, n) / x - 1, start, jac=lambda p: _jacobian(p, n, x),
                          bounds=(LOWER, UPPER), x_scale="jac")
 
@@ -162,6 +165,8 @@ def _intervals(n: np.ndarray, result: OptimizeResult) -> tuple[list[Interval], s
     cov = _covariance(result, dof)
     if cov is None:
         return _bootstrap(n, result), "bootstrap"
+    from scipy.stats import t as student_t
+
     half = student_t.ppf(0.975, dof) * np.sqrt(np.diag(cov))
     low, high = np.clip(result.x - half, LOWER, UPPER), np.clip(result.x + half, LOWER, UPPER)
     return list(zip(low.tolist(), high.tolist())), "covariance"
