@@ -81,12 +81,16 @@ class Db:
         assert len(rows) == 1, rows
         return rows[0]
 
+    def connect(self) -> Any:
+        """A connection for a session, closed with the database."""
+        conn = self.target.connect()
+        self.opened.append(conn)
+        return conn
+
     def session(self, user_id: int = 0, **options: str) -> TpccSession:
         ctx = RunContext(self.ctx.workload, self.url, self.ctx.scale, self.ctx.seed, self.ctx.constants,
                          {"think": "off", "procedures": "off", **options})
-        conn = self.target.connect()
-        self.opened.append(conn)
-        return TpccSession(ctx, user_id, 4, conn, self.target)
+        return TpccSession(ctx, user_id, 4, self.connect(), self.target)
 
 
 @pytest.fixture(scope="module", params=[

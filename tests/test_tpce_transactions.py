@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 from conftest import scratch_mysql_database, scratch_pg_database, sql_dialects, unavailable
+from test_tpcc_transactions import Db as ProbeDb
 
 from tpsbench.commands.build import build
 from tpsbench.commands.check import check
 from tpsbench.commands.run import RunConfig, run
 from tpsbench.core.meta import read_meta
 from tpsbench.core.session import RunContext
-from tpsbench.core.target import Target
 from tpsbench.targets import open_target
 from tpsbench.workloads.tpce import mee, trade_cleanup, trade_lookup, trade_update
 from tpsbench.workloads.tpce.broker_volume import BrokerVolumeInputs
@@ -46,31 +46,8 @@ BUILD = {"trade_days": "1", "market_days": "30"}
 
 
 @dataclass
-class Db:
-    url: str
-    target: Target
-    ctx: RunContext
-    conn: Any  # a probe connection for reading what the transactions did
-    opened: list[Any]
-
-    def rows(self, sql: str, *params: object) -> list[tuple]:
-        cur = self.conn.cursor()
-        try:
-            cur.execute(sql.replace("?", self.target.placeholder()), params)
-            return [tuple(row) for row in cur.fetchall()]
-        finally:
-            cur.close()
-            self.conn.rollback()
-
-    def one(self, sql: str, *params: object) -> tuple:
-        rows = self.rows(sql, *params)
-        assert len(rows) == 1, rows
-        return rows[0]
-
-    def connect(self) -> Any:
-        conn = self.target.connect()
-        self.opened.append(conn)
-        return conn
+class Db(ProbeDb):
+    """TPC-C's probe (rows, one, connect) with TPC-E's sessions."""
 
     def user(self, exchange: MarketExchange | None = None, user_id: int = 0) -> TpceSession:
         return TpceSession(self.ctx, user_id, 1, self.connect(), self.target, exchange)
