@@ -56,6 +56,17 @@ def common_run_options(cls: type[Workload]) -> Decorator:
                           " at most one per core, and for TPC-C with stored procedures one per 100 users of a step"
                           " (fuller processes take less CPU from a database on the same cores)."),
         renamed_option("--workers", "--processes", "processes", type=PROCESSES),
+        click.option("--cluster", envvar="TPSBENCH_CLUSTER", default=None, metavar="ADDRESS",
+                     help="Host the virtual users on the workers of a Dask cluster (pip install"
+                          " 'tpsbench[distributed]'): ADDRESS is its scheduler's, tcp://HOST:8786 [env"
+                          " TPSBENCH_CLUSTER]. Start `dask scheduler` on one machine and `dask worker tcp://HOST:8786`"
+                          " on each client machine; this one stays the coordinator, stores the results and prints"
+                          " the live line. Each worker must reach the database by the --db URL from its own host,"
+                          " and this host at the port tpsbench listens on. --processes then counts driver processes"
+                          " over the whole cluster. Default: processes on this host."),
+        click.option("--cluster-workers", default=None, metavar="LIST",
+                     help="With --cluster: only these Dask workers, a LIST of worker names, addresses or hosts"
+                          " (a host stands for all its workers). Default: every worker of the cluster."),
         click.option("--multiplex/--no-multiplex", default=True, show_default=True,
                      help="Let one thread per process wait on the sockets of all its users whose transactions go"
                           " statement by statement through libpq or mysqlclient (TPC-C with stored procedures,"
@@ -105,6 +116,19 @@ def waits(values: dict[str, Any]) -> dict[str, str]:
     """--think, --keying and --interarrival as the run's options (tpsbench.core.delays)."""
     chosen = {"think": values["think"], "interarrival": values["interarrival"]}
     return chosen | ({"keying": values["keying"]} if values["keying"] is not None else {})
+
+
+def cluster_workers(cluster: str | None, text: str | None) -> list[str]:
+    """``--cluster-workers`` as a list; given without --cluster it would do nothing, so it is refused."""
+    if text is None:
+        return []
+    if not cluster:
+        raise click.UsageError("--cluster-workers chooses among the workers of --cluster: give --cluster ADDRESS"
+                               " too (or TPSBENCH_CLUSTER)")
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise click.BadParameter("must name at least one worker", param_hint="--cluster-workers")
+    return names
 
 
 def campaign_fields(text: str | None) -> dict[str, int | None]:
@@ -170,6 +194,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
             multiplex=values["multiplex"], force=values["force"],
             storage_file=values["storage_file"], data_path=values["data_path"],
             rates=parse_rates(values["rate"]), arrivals=values["arrivals"], trace_dir=values["trace"],
+            cluster=values["cluster"], cluster_workers=cluster_workers(values["cluster"], values["cluster_workers"]),
             **campaign_fields(values["campaign"]),
         )
         record = run(config, live=lambda line: click.echo(line, err=True))
@@ -202,6 +227,7 @@ def run() -> None:
       tpsbench run tpcc --storage "RAID10 8x SSHD" --storage-file pools.toml --data-path /srv/pg
       tpsbench run tpcc --think spec --delivery deferred   # TPC-C's queued Delivery
       tpsbench run sysbench --mode oltp_read_only --users 8,16 --processes 2
+      tpsbench run tpcc --users 100,300 --cluster tcp://10.0.0.5:8786   # users on Dask workers
       tpsbench run tpcc --force     # even while another run is active on the database
       TPSBENCH_WORKLOADS=~/my-workloads tpsbench run kvtoy   # a workload of your own
     """

@@ -13,7 +13,7 @@ import secrets
 from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpsbench import __version__
 from tpsbench.commands.build import build
@@ -40,6 +40,9 @@ from tpsbench.results.schema import STORAGE_LABEL_MOST
 from tpsbench.results.store import ResultsStore, StoreUnwritable
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
+
+if TYPE_CHECKING:
+    from tpsbench.engine.dask_transport import DaskTransport
 
 DEFAULT_USERS = (1, 20, 50, 100, 300)
 
@@ -80,6 +83,10 @@ class RunConfig:
     arrivals: str = "poisson"
     #: a folder where paced steps write every transaction's timestamps (None: no trace)
     trace_dir: str | None = None
+    #: the Dask scheduler whose workers host the users (tpsbench.engine.dask_cluster; None:
+    #: processes on this host), and the workers to use by name, address or host (empty: all)
+    cluster: str | None = None
+    cluster_workers: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -173,18 +180,25 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     watch = default_observers(target, facts.devices) if observers is None else list(observers)
     for note in facts.notes if live is not None else ():
         live(note)
-    plan = plan_run(ctx, wl, steps, workers=config.workers, target=target,
-                    beside=sum(o.connections for o in watch))
-    prepared = wl.prepare_run(target, ctx.options)
-    if prepared and live is not None:
-        live(prepared)
-    store = ResultsStore(config.results_url)
-    stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
-    run_id = store.start_run(
-        wl.name, db_url=target.describe(), storage=label,
-        config=stored_config | {"options": ctx.options, "driver_host": driver_host(), "storage": facts.stored()},
-        seed=seed, server=target.server_info(), notes=config.notes, tool_version=__version__,
-    )
+    cluster = _cluster(config, ctx.url, live)
+    try:
+        plan = plan_run(ctx, wl, steps, workers=config.workers, target=target,
+                        beside=sum(o.connections for o in watch), capacity=cluster.capacity if cluster else None)
+        prepared = wl.prepare_run(target, ctx.options)
+        if prepared and live is not None:
+            live(prepared)
+        store = ResultsStore(config.results_url)
+        stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
+        run_id = store.start_run(
+            wl.name, db_url=target.describe(), storage=label,
+            config=stored_config | {"options": ctx.options, "driver_host": driver_host(), "storage": facts.stored(),
+                                    **({"cluster": cluster.facts()} if cluster else {})},
+            seed=seed, server=target.server_info(), notes=config.notes, tool_version=__version__,
+        )
+    except BaseException:
+        if cluster is not None:
+            cluster.close(0.0)
+        raise
     users_by_step = {n: u for n, u in enumerate(config.users, start=1)}
     outcome = RunOutcome(RunStatus.INTERRUPTED, [])
     status = "failed"
@@ -207,7 +221,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             plan,
             on_interval=lambda report: store.add_interval(run_id, report, users_by_step[report.step]),
             on_step=store_step,
-            live=live, observers=watch,
+            live=live, observers=watch, transport=cluster,
         )
         status = outcome.status.value
     except KeyboardInterrupt:  # a second Ctrl-C, or a signal while workers start: what finished is kept
@@ -216,6 +230,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     except StoreUnwritable as exc:  # the workers are stopped; said below once the run is cleaned up
         stopped = exc
     finally:
+        if cluster is not None:  # run_plan closed it, unless the run ended before it
+            cluster.close(0.0)
         if stopped is not None:  # no step outcome comes back from a run_plan that raised
             honesty: dict[str, Any] = {"match": None, "skipped": "the results store could not be written"}
         elif before is None or (status == "interrupted" and not outcome.steps):  # cut short before any step came back
@@ -238,6 +254,19 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     if honesty["match"] is False and live is not None:
         live(f"HONESTY CHECK {honesty_text(honesty)}")
     return RunRecord(run_id, status, outcome, honesty, store)
+
+
+def _cluster(config: RunConfig, url: str, live: Callable[[str], None] | None) -> DaskTransport | None:
+    """The Dask cluster's workers, checked, when the run has one. Imported here only, so
+    that tpsbench without the ``distributed`` extra never imports Dask."""
+    if not config.cluster:
+        return None
+    from tpsbench.engine.dask_cluster import connect, describe
+
+    cluster = connect(config.cluster, config.cluster_workers, url)
+    if live is not None:
+        live(describe(cluster))
+    return cluster
 
 
 def default_observers(target: Target, devices: Sequence[Device]) -> list[StepObserver]:

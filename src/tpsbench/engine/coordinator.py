@@ -49,8 +49,9 @@ from tpsbench.engine.pacing import ARRIVALS, PACING, share, step_figures
 from tpsbench.engine.protocol import (STOP_GRACE_S, Stop, WorkerFailed, WorkerLost, WorkerReady, WorkerStep,
                                       WorkerStepDone, interval_bounds)
 from tpsbench.engine.transport import Transport
+from tpsbench.measure.host_cpu import worker_hosts
 from tpsbench.measure.observers import Observers, Readings, StepObserver
-from tpsbench.measure.reports import IntervalReport, clock, live_line
+from tpsbench.measure.reports import IntervalReport, clock, live_line, merge_readings
 from tpsbench.measure.summary import SteadySummary
 from tpsbench.targets import open_target
 
@@ -139,7 +140,7 @@ class RunPlan:
 
 
 def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, workers: int | None = None,
-             target: Target | None = None, beside: int = 0) -> RunPlan:
+             target: Target | None = None, beside: int = 0, capacity: int | None = None) -> RunPlan:
     """Check a run before it starts and size its workers; a one-line error refuses it.
 
     Refused: no steps, a step that cannot be measured, a worker count below 1, or a
@@ -148,6 +149,8 @@ def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, 
     the largest step's users); by default a step of ``u`` users runs on ceil(u / n) of
     them, at most one per core, n being the workload's ``users_per_worker``. ``beside``:
     connections the caller holds through the steps besides the users' (an observer's).
+    ``capacity``: how many workers there is room for by default (None: this host's
+    cores; a Dask cluster's workers, tpsbench.engine.dask_cluster).
     """
     check_steps(steps)
     if workers is not None and workers < 1:
@@ -161,7 +164,7 @@ def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, 
         raise TpsbenchError(f"{most} users need {most} connections{extra} but {target.describe()} accepts {limit} "
                             f"more{'; ' + hint if hint else ''}")
     per_worker = 1 if workers else max(1, workload.users_per_worker(target, ctx.options))
-    count = max(1, min(workers or os.cpu_count() or 1, -(-most // per_worker)))
+    count = max(1, min(workers or capacity or os.cpu_count() or 1, -(-most // per_worker)))
     return RunPlan(ctx, workload, tuple(steps), count, per_worker)
 
 
@@ -319,13 +322,14 @@ class Coordinator:
         self.observers.start_step(number, step.users, start_at, bounds)
         merger = IntervalMerger(sent, functools.partial(self.emit, number, step, start_at, [b[2] for b in bounds],
                                                         paced))
+        hosts: Readings = {}  # what workers on other hosts read of them over the steady window
         try:
-            self.collect(number, step, start_at, sent, merger, result)
+            self.collect(number, step, start_at, sent, merger, result, hosts)
         finally:
             self.observers.end_step(number)
         result.intervals = merger.flush()
         result.summary = SteadySummary.from_reports(result.intervals, step.users, number)
-        result.observations = self.observers.steady()
+        result.observations = self.observers.steady() | worker_hosts(hosts)
         if paced:
             steady = [(r.seconds, r.arrivals, r.total("commits") + r.total("rollbacks"), r.queue)
                       for r in result.intervals if r.steady]
@@ -334,8 +338,9 @@ class Coordinator:
         return result
 
     def collect(self, number: int, step: LoadStep, start_at: float, pending: set[int], merger: IntervalMerger,
-                result: StepOutcome) -> None:
-        """Take the workers' messages until each is done with the step, stopped or lost."""
+                result: StepOutcome, hosts: Readings) -> None:
+        """Take the workers' messages until each is done with the step, stopped or lost;
+        ``hosts`` gets the worker hosts' readings over the steady window."""
         transport = self.transport
         hard_deadline = start_at + step.rampup_s + step.duration_s + STOP_GRACE_S + 30.0
         stop_deadline: float | None = None
@@ -353,6 +358,7 @@ class Coordinator:
                     merger.add(index, msg)
                 elif isinstance(msg, WorkerStepDone):
                     result.problems.extend(f"worker {index}: {p}" for p in msg.problems)
+                    merge_readings(hosts, msg.hosts)
                     merger.done(index)
                     pending.discard(index)
                 elif isinstance(msg, WorkerFailed):
@@ -377,7 +383,7 @@ class Coordinator:
         arrives while the workers stop is neither kept nor said."""
         if self.failure is not None:
             return
-        report.observations = self.observers.interval(report.interval)
+        report.observations = self.observers.interval(report.interval) | worker_hosts(report.hosts)
         pacing: tuple[str, ...] = ()
         if paced and report.seconds:
             report.observations[PACING] = {"offered_per_s": report.arrivals / report.seconds,

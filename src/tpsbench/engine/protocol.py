@@ -60,12 +60,15 @@ class WorkerReady:
 
 @dataclass(frozen=True)
 class WorkerStepDone:
-    """Worker -> coordinator, after the step's last report. ``problems`` are one-liners."""
+    """Worker -> coordinator, after the step's last report. ``problems`` are one-liners;
+    ``hosts``: what a worker on another host read of it over the steady window (as
+    IntervalReport.hosts)."""
 
     worker: int
     step: int
     interrupted: bool = False
     problems: list[str] = field(default_factory=list)
+    hosts: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,10 @@ class IntervalReport:
     #: due but not started by a user at its end (the queue)
     arrivals: int = 0
     queue: int = 0
+    #: what worker hosts read of themselves over the interval (workers on other hosts:
+    #: tpsbench.engine.dask_worker), by observer name ``host_cpu@<host>``; merged name by
+    #: name and figure by figure, so that workers sharing a host read it once
+    hosts: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def merge(self, other: IntervalReport) -> None:
         """Add ``other`` (another worker's report of the same interval) into this one."""
@@ -111,6 +115,7 @@ class IntervalReport:
         self.arrivals += other.arrivals
         self.queue += other.queue
         add_counts(self.statements, other.statements)
+        merge_readings(self.hosts, other.hosts)
         for name, data in other.timings.items():
             mine = self.timings.get(name)
             self.timings[name] = data if mine is None else merged(
@@ -140,6 +145,15 @@ class IntervalReport:
             return self.txns[name].decoded() if name in self.txns else LatencyHistogram()
         return merged(t.decoded() for t in self.txns.values())
 
+
+
+def merge_readings(into: dict[str, dict[str, float]], readings: dict[str, dict[str, float]]) -> None:
+    """Add observers' ``readings`` into ``into``, figure by figure: one already there is
+    the same counter read on the same host, and kept as it is."""
+    for name, figures in readings.items():
+        mine = into.setdefault(name, {})
+        for figure, value in figures.items():
+            mine.setdefault(figure, value)
 
 
 def add_counts(into: dict[str, int], counts: dict[str, int]) -> None:
