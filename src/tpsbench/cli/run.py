@@ -228,6 +228,12 @@ def run() -> None:
       tpsbench run tpcc --think spec --delivery deferred   # TPC-C's queued Delivery
       tpsbench run sysbench --mode oltp_read_only --users 8,16 --processes 2
       tpsbench run tpcc --users 100,300 --cluster tcp://10.0.0.5:8786   # users on Dask workers
+      tpsbench run sysbench --mode oltp_point_select --users 16 --rate 1000,2000   # paced, open loop
+      tpsbench run tpcc --users 8 --interarrival negexp:2s --trace traces/   # each user paced
+      tpsbench run tpcc --think uniform:1s..3s --keying fixed:500ms   # Benchmark Factory's waits
+      tpsbench run tpcc --mix new_order=50,payment=40,order_status=4,delivery=3,stock_level=3
+      tpsbench run tpce --users 1,20,50 --db sqlite:///tpce.db
+      tpsbench run custom --file docs/examples/order_entry.toml --users 1,8
       tpsbench run tpcc --force     # even while another run is active on the database
       TPSBENCH_WORKLOADS=~/my-workloads tpsbench run kvtoy   # a workload of your own
     """
