@@ -117,17 +117,22 @@ def _step_rates(config: RunConfig) -> list[float]:
 
 
 def _trace_dir(config: RunConfig) -> str:
-    """The trace folder, made if need be, as an absolute path the workers share; "" for none."""
+    """The trace folder as an absolute path the workers share ("" for none), made by
+    :func:`_make_trace_dir` once nothing else can refuse the run."""
     if config.trace_dir is None:
         return ""
     if not (config.rates or waits_of(config.options).interarrival.waits):
         raise TpsbenchError("--trace writes the timestamps of paced steps: give --rate or --interarrival too")
-    folder = Path(config.trace_dir).resolve()
+    return str(Path(config.trace_dir).resolve())
+
+
+def _make_trace_dir(folder: str) -> None:
+    if not folder:
+        return
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        Path(folder).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise TpsbenchError(f"cannot make the trace folder {config.trace_dir}: {exc.strerror or exc}") from None
-    return str(folder)
+        raise TpsbenchError(f"cannot make the trace folder {folder}: {exc.strerror or exc}") from None
 
 
 def run(config: RunConfig, live: Callable[[str], None] | None = print,
@@ -140,9 +145,10 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     (default: :func:`default_observers`).
     """
     wl = get_workload(config.workload)
+    trace_dir = _trace_dir(config)
     steps = [LoadStep(users=u, duration_s=config.duration_s, rampup_s=config.rampup_s,
                       interval_s=config.interval_s, multiplex=config.multiplex, rate=rate, arrivals=config.arrivals,
-                      trace_dir=_trace_dir(config))
+                      trace_dir=trace_dir)
              for u, rate in zip(config.users, _step_rates(config))]
     check_steps(steps)  # everything the config alone can refuse, before anything is written
     if config.seed is not None:
@@ -184,6 +190,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     try:
         plan = plan_run(ctx, wl, steps, workers=config.workers, target=target,
                         beside=sum(o.connections for o in watch), capacity=cluster.capacity if cluster else None)
+        _make_trace_dir(trace_dir)
         prepared = wl.prepare_run(target, ctx.options)
         if prepared and live is not None:
             live(prepared)
