@@ -87,6 +87,8 @@ def build() -> None:
     \b
       tpsbench build tpcc --scale 10 --loaders 8 --db postgresql://postgres@127.0.0.1/tpcc
       tpsbench build sysbench --tables 10 --table-size 100000   # --tables: sysbench's word for --scale
+      tpsbench build tpce --customers 1000 --trade-days 2 --db sqlite:///tpce.db   # a small TPC-E
+      tpsbench build custom --file docs/examples/order_entry.toml --db sqlite:///oe.db
     """
 
 
