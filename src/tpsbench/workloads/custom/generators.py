@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from tpsbench.core import columns
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.workloads.tpcc import rand
 
 #: kind -> (required keys, optional keys)
 KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -42,7 +42,7 @@ KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 #: values, and values read from the database at the start of a run, for parameters
 COLUMNS_ONLY = frozenset({"sequence"})
 PARAMETERS_ONLY = frozenset({"range", "query"})
-ALPHABETS = {"alnum": rand.ALNUM, "digits": rand.DIGITS, "letters": rand.ALNUM[10:]}
+ALPHABETS = {"alnum": columns.ALNUM, "digits": columns.DIGITS, "letters": columns.ALNUM[10:]}
 #: the keys whose value is an integer bound (a number or "rows:TABLE"), in the generators of integers
 BOUNDS = frozenset({"min", "max", "size", "start", "repeat", "cycle"})
 INTEGERS = frozenset({"uniform", "nurand", "range", "sequence"})
@@ -203,7 +203,7 @@ def drawer(gen: Generator, key: str, sizes: Mapping[str, int], seed: int, now: s
         return lambda rng, first, n: rng.integers(a["min"], a["max"] - a["size"] + 2, n, dtype=np.int64)
     if kind == "nurand":
         c = nurand_c(gen, key, seed)
-        return lambda rng, first, n: rand.nurand(rng, int(a["a"]), a["min"], a["max"], c, n)
+        return lambda rng, first, n: columns.nurand(rng, int(a["a"]), a["min"], a["max"], c, n)
     if kind == "decimal":
         scale = 10 ** int(a.get("places", 2))
         low, high = round(a["min"] * scale), round(a["max"] * scale)
@@ -212,7 +212,7 @@ def drawer(gen: Generator, key: str, sizes: Mapping[str, int], seed: int, now: s
         length = a["length"]
         low, high = (length, length) if isinstance(length, int) else length
         alphabet = ALPHABETS[a.get("alphabet", "alnum")]
-        return lambda rng, first, n: rand.as_strings(rand.char_matrix(rng, n, low, high, alphabet)[0])
+        return lambda rng, first, n: columns.as_strings(columns.char_matrix(rng, n, low, high, alphabet)[0])
     if kind == "choice":
         return _choice(a["values"], a.get("weights"))
     if kind == "sequence":

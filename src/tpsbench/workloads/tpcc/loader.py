@@ -18,11 +18,11 @@ exactly the NEW_ORDER rows, and C_BALANCE -10.00 = 0 (no delivered amount) - 10.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from tpsbench.core import columns
 from tpsbench.core.batch import Batch
 from tpsbench.core.workload import LoadParams, LoadTask
 from tpsbench.workloads.tpcc import rand
@@ -67,7 +67,7 @@ def ol_counts(seed: int, w: int, d: int) -> np.ndarray:
     :func:`order_line_rows`, which needs nothing else.
     """
     rng = _stream(seed, KIND_WAREHOUSE, w, _OL_CNT, d)
-    return rand.uniform(rng, OL_CNT_MIN, OL_CNT_MAX, ORDERS_PER_DISTRICT, np.int16)
+    return columns.uniform(rng, OL_CNT_MIN, OL_CNT_MAX, ORDERS_PER_DISTRICT, np.int16)
 
 
 def order_line_rows(seed: int, warehouses: Iterable[int]) -> int:
@@ -123,14 +123,6 @@ def generate(task: LoadTask, params: LoadParams) -> Iterator[Batch]:
         raise ValueError(f"unknown TPC-C load task {task!r}")
 
 
-def load_timestamp(load_time: str) -> np.datetime64:
-    """``params.load_time`` as ``datetime64[s]``; an aware time is converted to UTC."""
-    stamp = dt.datetime.fromisoformat(load_time)
-    if stamp.tzinfo is not None:
-        stamp = stamp.astimezone(dt.UTC).replace(tzinfo=None)
-    return np.datetime64(stamp.replace(microsecond=0), "s")
-
-
 # ---- helpers -------------------------------------------------------------------------
 
 
@@ -164,9 +156,9 @@ def _items(params: LoadParams) -> Iterator[Batch]:
         i_data, _ = rand.original_strings(rng, n, 26, 50)
         yield Batch("item", {
             "i_id": np.arange(lo + 1, lo + n + 1, dtype=np.int32),
-            "i_im_id": rand.uniform(rng, 1, 10_000, n),
+            "i_im_id": columns.uniform(rng, 1, 10_000, n),
             "i_name": rand.a_strings(rng, n, 14, 24),
-            "i_price": _money(rand.uniform(rng, 100, 10_000, n)),
+            "i_price": _money(columns.uniform(rng, 100, 10_000, n)),
             "i_data": i_data,
         })
 
@@ -176,7 +168,7 @@ def _items(params: LoadParams) -> Iterator[Batch]:
 
 def _warehouse(w: int, params: LoadParams) -> Iterator[Batch]:
     seed = params.seed
-    now = load_timestamp(params.load_time)
+    now = columns.load_timestamp(params.load_time)
     c_last = params.constants.get("c_last", constants(seed)["c_last"])
 
     rng = _stream(seed, KIND_WAREHOUSE, w, _WAREHOUSE)
@@ -184,7 +176,7 @@ def _warehouse(w: int, params: LoadParams) -> Iterator[Batch]:
         "w_id": np.array([w], np.int32),
         "w_name": rand.a_strings(rng, 1, 6, 10),
         **_address(rng, 1, "w"),
-        "w_tax": _money(rand.uniform(rng, 0, 2000, 1), 4),
+        "w_tax": _money(columns.uniform(rng, 0, 2000, 1), 4),
         "w_ytd": np.array([300_000.0]),
     })
 
@@ -195,7 +187,7 @@ def _warehouse(w: int, params: LoadParams) -> Iterator[Batch]:
         "d_w_id": _full(n, w, np.int32),
         "d_name": rand.a_strings(rng, n, 6, 10),
         **_address(rng, n, "d"),
-        "d_tax": _money(rand.uniform(rng, 0, 2000, n), 4),
+        "d_tax": _money(columns.uniform(rng, 0, 2000, n), 4),
         "d_ytd": _full(n, 30_000.0, np.float64),
         "d_next_o_id": _full(n, ORDERS_PER_DISTRICT + 1, np.int32),
     })
@@ -210,10 +202,10 @@ def _stock(seed: int, w: int) -> Iterator[Batch]:
     for chunk, lo in enumerate(range(0, ITEMS, CHUNK_ROWS)):
         n = min(CHUNK_ROWS, ITEMS - lo)
         rng = _stream(seed, KIND_WAREHOUSE, w, _STOCK, chunk)
-        quantity = rand.uniform(rng, 10, 100, n, np.int16)
+        quantity = columns.uniform(rng, 10, 100, n, np.int16)
         # the ten S_DIST_xx are fixed 24-character a-strings: one matrix, ten strided
         # column views of it (no copies)
-        dist = rand.random_chars(rng, n * 240).reshape(n, 240).view("S24")
+        dist = columns.random_chars(rng, n * 240).reshape(n, 240).view("S24")
         s_data, _ = rand.original_strings(rng, n, 26, 50)
         zeros = np.zeros(n, np.int32)
         yield Batch("stock", {
@@ -233,12 +225,12 @@ def _customers(seed: int, w: int, d: int, now: np.datetime64, c_last: int) -> It
     rng = _stream(seed, KIND_WAREHOUSE, w, _CUSTOMER, d)
     c_id = np.arange(1, n + 1, dtype=np.int32)
     # §4.3.3.1: the first 1000 customers take every name once, the rest are skewed
-    name_numbers = np.concatenate([np.arange(1000), rand.nurand(rng, rand.A_C_LAST, 0, 999, c_last, n - 1000)])
+    name_numbers = np.concatenate([np.arange(1000), columns.nurand(rng, rand.A_C_LAST, 0, 999, c_last, n - 1000)])
     first = rand.a_strings(rng, n, 8, 16)
     address = _address(rng, n, "c")
     phone = rand.n_strings(rng, n, 16, 16)
-    bad_credit = rand.uniform(rng, 1, 100, n) <= 10
-    discount = _money(rand.uniform(rng, 0, 5000, n), 4)
+    bad_credit = columns.uniform(rng, 1, 100, n) <= 10
+    discount = _money(columns.uniform(rng, 0, 5000, n), 4)
     c_data = rand.a_strings(rng, n, 300, 500)
     d_col = _full(n, d, np.int16)
     w_col = _full(n, w, np.int32)
@@ -281,7 +273,7 @@ def _orders(seed: int, w: int, d: int, now: np.datetime64) -> Iterator[Batch]:
     rng = _stream(seed, KIND_WAREHOUSE, w, _ORDERS, d)
     o_id = np.arange(1, n + 1, dtype=np.int32)
     undelivered = o_id >= FIRST_UNDELIVERED
-    carrier = rand.uniform(rng, 1, 10, n, np.int16)
+    carrier = columns.uniform(rng, 1, 10, n, np.int16)
     carrier[undelivered] = 0  # NULL in the batch; 0 keeps the array free of junk
     o_c_id = (rng.permutation(CUSTOMERS_PER_DISTRICT) + 1).astype(np.int32)
     cnt = ol_counts(seed, w, d)
@@ -314,8 +306,8 @@ def _orders(seed: int, w: int, d: int, now: np.datetime64) -> Iterator[Batch]:
     starts = np.cumsum(cnt, dtype=np.int64) - cnt
     ol_number = (np.arange(lines) - np.repeat(starts, cnt) + 1).astype(np.int16)
     ol_undelivered = ol_o_id >= FIRST_UNDELIVERED
-    i_id = rand.uniform(rng, 1, ITEMS, lines)
-    cents = rand.uniform(rng, 1, 999_999, lines)
+    i_id = columns.uniform(rng, 1, ITEMS, lines)
+    cents = columns.uniform(rng, 1, 999_999, lines)
     cents[~ol_undelivered] = 0  # delivered lines carry OL_AMOUNT 0.00 at load
     yield Batch(
         "order_line",
@@ -329,7 +321,7 @@ def _orders(seed: int, w: int, d: int, now: np.datetime64) -> Iterator[Batch]:
             "ol_delivery_d": _full(lines, now, "datetime64[s]"),
             "ol_quantity": _full(lines, 5, np.int16),
             "ol_amount": _money(cents),
-            "ol_dist_info": rand.as_strings(rand.random_chars(rng, lines * 24).reshape(lines, 24)),
+            "ol_dist_info": columns.as_strings(columns.random_chars(rng, lines * 24).reshape(lines, 24)),
         },
         {"ol_delivery_d": ol_undelivered},
     )

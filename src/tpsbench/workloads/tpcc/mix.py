@@ -10,7 +10,7 @@ With ``delivery=deferred`` the terminals still deal Delivery cards but queue the
 which matches the cards dealt once they keep up, short of those queued at the step's end.
 
 :class:`Draws` holds a user's random streams. The draws every transaction makes
-(NURand values from :func:`rand.nurand`, the loader's own vectorised function; districts,
+(NURand values from :func:`columns.nurand`, the loader's own vectorised function; districts,
 quantities, percentages) are drawn by numpy a thousand at a time, because one numpy call
 costs several microseconds, and dealt by iterators in C; the rare ones use Python's
 ``random`` (well under a microsecond each).
@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from tpsbench.core import columns
 from tpsbench.workloads.tpcc import rand
 from tpsbench.workloads.tpcc.loader import CUSTOMERS_PER_DISTRICT, DISTRICTS_PER_WAREHOUSE, ITEMS, OL_CNT_MAX, OL_CNT_MIN
 
@@ -136,9 +137,9 @@ class Draws:
         self.wait_rng = random.Random(int(gen.integers(1 << 62)))
         self.scale = scale
         self._bits = self.rng.getrandbits
-        self.c_id = stream(partial(rand.nurand, gen, rand.A_C_ID, 1, CUSTOMERS_PER_DISTRICT, c_run["c_id"]))
-        self.ol_i_id = stream(partial(rand.nurand, gen, rand.A_OL_I_ID, 1, ITEMS, c_run["ol_i_id"]))
-        self.c_last = stream(partial(rand.nurand, gen, rand.A_C_LAST, 0, 999, c_run["c_last"]))
+        self.c_id = stream(partial(columns.nurand, gen, rand.A_C_ID, 1, CUSTOMERS_PER_DISTRICT, c_run["c_id"]))
+        self.ol_i_id = stream(partial(columns.nurand, gen, rand.A_OL_I_ID, 1, ITEMS, c_run["ol_i_id"]))
+        self.c_last = stream(partial(columns.nurand, gen, rand.A_C_LAST, 0, 999, c_run["c_last"]))
         #: uniform 1..10: districts, and New-Order's line quantities
         self.districts = stream(partial(gen.integers, 1, DISTRICTS_PER_WAREHOUSE + 1))
         self.quantities = stream(partial(gen.integers, 1, 11))

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tpsbench.core.columns import load_timestamp
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.workloads.tpcc.loader import load_timestamp
 
 CUSTOMERS_PER_LU = 1000
 BROKERS_PER_LU = CUSTOMERS_PER_LU // 100

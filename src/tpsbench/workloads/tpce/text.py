@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpsbench.workloads.tpcc.rand import ALNUM, DIGITS, UPPER, as_strings, random_chars
+from tpsbench.core.columns import ALNUM, DIGITS, UPPER, as_strings, random_chars
 
 LOWER = ALNUM[36:]
 #: prose: lower-case letters with a space about every sixth character
