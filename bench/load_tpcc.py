@@ -32,7 +32,7 @@ from servers import add_url_options, urls  # type: ignore[import-not-found]
 from tpsbench import build, drop
 from tpsbench.core.schema import execute_ddl, split_ddl
 from tpsbench.core.target import Target
-from tpsbench.core.workload import LoadParams
+from tpsbench.core.workload import LoadParams, Workload
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
 
@@ -40,9 +40,8 @@ DB = "tpsb_bench_load"
 RESULTS = Path(__file__).parent / "results" / "load_tpcc.txt"
 
 
-def write_files(workload: str, scale: int, seed: int, load_time: str, folder: Path) -> list[tuple[str, Path]]:
+def write_files(wl: Workload, scale: int, seed: int, load_time: str, folder: Path) -> list[tuple[str, Path]]:
     """Every batch the loader would send, as TSV files: (table, path), in task order."""
-    wl = get_workload(workload)
     params = LoadParams(scale, seed, load_time, wl.constants(seed))
     files = []
     for t, task in enumerate(wl.tasks(scale)):
@@ -60,10 +59,10 @@ def ingest_statement(target: Target, table: str, path: Path) -> str:
     return f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {table}"
 
 
-def ingest(target: Target, workload: str, files: list[tuple[str, Path]], workers: int) -> float:
-    """Seconds to create the tables, ingest the files with `workers` sessions, index, analyze."""
-    wl = get_workload(workload)
-    drop(workload, target)
+def ingest(target: Target, wl: Workload, scale: int, files: list[tuple[str, Path]], workers: int) -> float:
+    """Seconds to create the tables, ingest the files with `workers` sessions, index, analyze;
+    the tables are dropped afterwards (by name: tpsbench's drop refuses tables it did not build)."""
+    drop(wl.name, target)
     tables_ddl, index_ddl = split_ddl(wl.schema_file(target.dialect).read_text())
     started = time.monotonic()
     execute_ddl(target, tables_ddl, "creating tables")
@@ -87,12 +86,44 @@ def ingest(target: Target, workload: str, files: list[tuple[str, Path]], workers
     execute_ddl(target, index_ddl, "building indexes")
     conn = target.connect()
     try:
-        target.after_load(conn, list(wl.tables))
+        target.after_load(conn, list(wl.table_names(scale)))
     finally:
         conn.close()
     seconds = time.monotonic() - started
-    drop(workload, target)
+    execute_ddl(target, [f"DROP TABLE {table}" for table in wl.table_names(scale)], "dropping tables")
     return seconds
+
+
+def side_by_side(workload: str, scale: int, options: dict[str, str], args: argparse.Namespace,
+                 heading: str, results: Path) -> None:
+    """Build, then ingest the same rows from files, on every engine of ``args``; one line each,
+    appended under ``heading`` to ``results``."""
+    wl = get_workload(workload)
+    wl.configure(options)
+    load_time = dt.datetime(2026, 1, 1).isoformat(sep=" ")
+    lines = [f"# {heading} {dt.datetime.now():%Y-%m-%d %H:%M}, {args.workers} workers/sessions, {os.cpu_count()} cores"]
+    folder = Path(tempfile.mkdtemp(prefix="tpsb-load-", dir="/var/tmp"))
+    os.chmod(folder, 0o755)
+    try:
+        files = write_files(wl, scale, 0, load_time, folder)
+        mb = sum(p.stat().st_size for _, p in files) / 1e6
+        lines.append(f"rows as text: {mb:,.0f} MB in {len(files)} files")
+        for engine in args.engines.split(","):
+            url = urls(args)[engine]
+            target = open_target(url)
+            target.ensure_database()
+            result = build(workload, scale, url, workers=args.workers, seed=0, load_time=load_time,
+                           drop_existing=True, show_progress=False, options=options)
+            limit = ingest(target, wl, scale, files, args.workers)
+            lines.append(f"{engine:10} tpsbench build {result.seconds:7.1f} s   engine ingest of the same rows "
+                         f"{limit:7.1f} s   ratio {result.seconds / limit:.2f}")
+            print(lines[-1], flush=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    results.parent.mkdir(exist_ok=True)
+    with results.open("a") as out:
+        out.write("\n".join(lines) + "\n\n")
+    print("\n".join(lines))
 
 
 def main() -> None:
@@ -102,31 +133,7 @@ def main() -> None:
     parser.add_argument("--engines", default="postgresql,mariadb")
     add_url_options(parser, DB)
     args = parser.parse_args()
-    load_time = dt.datetime(2026, 1, 1).isoformat(sep=" ")
-    lines = [f"# bench/load_tpcc.py {dt.datetime.now():%Y-%m-%d %H:%M}, {args.warehouses} warehouses, "
-             f"{args.workers} workers/sessions, {os.cpu_count()} cores"]
-    folder = Path(tempfile.mkdtemp(prefix="tpsb-load-", dir="/var/tmp"))
-    os.chmod(folder, 0o755)
-    try:
-        files = write_files("tpcc", args.warehouses, 0, load_time, folder)
-        mb = sum(p.stat().st_size for _, p in files) / 1e6
-        lines.append(f"rows as text: {mb:,.0f} MB in {len(files)} files")
-        for engine in args.engines.split(","):
-            url = urls(args)[engine]
-            target = open_target(url)
-            target.ensure_database()
-            result = build("tpcc", args.warehouses, url, workers=args.workers, seed=0,
-                           load_time=load_time, drop_existing=True, show_progress=False)
-            limit = ingest(target, "tpcc", files, args.workers)
-            lines.append(f"{engine:10} tpsbench build {result.seconds:7.1f} s   engine ingest of the same rows "
-                         f"{limit:7.1f} s   ratio {result.seconds / limit:.2f}")
-            print(lines[-1], flush=True)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    RESULTS.parent.mkdir(exist_ok=True)
-    with RESULTS.open("a") as out:
-        out.write("\n".join(lines) + "\n\n")
-    print("\n".join(lines))
+    side_by_side("tpcc", args.warehouses, {}, args, f"bench/load_tpcc.py, {args.warehouses} warehouses", RESULTS)
 
 
 if __name__ == "__main__":
