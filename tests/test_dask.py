@@ -135,6 +135,9 @@ def test_tpcc_on_two_dask_workers_merges_exactly_and_stores_every_host(cluster: 
     assert 99 <= sum(here[k] for k in ("user", "system", "iowait", "idle", "steal")) <= 101
     steady = [r.interval for r in record.outcome.steps[0].intervals if r.steady]
     assert all(f"host_cpu@{HOST}" in data.readings(1, i) for i in steady)
+    lines = render([data], "csv").splitlines()  # and the report shows the host's figures
+    assert any(line.endswith(f",Worker host {HOST} CPU busy (%),{100.0 - here['idle']:.1f}") for line in lines), lines
+    assert any(line.endswith(f",Worker host {HOST} driver CPU (%),{here['driver']:.1f}") for line in lines), lines
 
 
 def test_sysbench_on_two_dask_workers(cluster: Any, sysbench_pg: str, tmp_path: Path,

@@ -226,6 +226,23 @@ def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list
                   if all(f in r.get(observer, {}) for f in figures)}
         if values and (any(values.values()) or not if_any):
             rows.append((name, [fmt(values[label]) if label in values else "" for label in steps]))
+    return rows + _worker_host_rows(readings)
+
+
+def _worker_host_rows(readings: dict[str, dict[str, dict[str, float]]]) -> list[tuple[str, list[str]]]:
+    """Each Dask worker host's CPU (tpsbench.engine.dask_worker: ``host_cpu@HOST``): how busy
+    the host was and the driver's share of it, which tells whether a client machine, not
+    the database, was the limit."""
+    hosts = sorted({name for r in readings.values() for name in r if name.startswith(f"{HostCpu.name}@")})
+    rows = []
+    for name in hosts:
+        host = name.partition("@")[2]
+        for label, figure in (("CPU busy (%)", "idle"), ("driver CPU (%)", "driver")):
+            values = {column: r[name][figure] for column, r in readings.items() if figure in r.get(name, {})}
+            if figure == "idle":
+                values = {column: 100.0 - value for column, value in values.items()}
+            if values:
+                rows.append((f"Worker host {host} {label}", [_one(values[c]) if c in values else "" for c in readings]))
     return rows
 
 
