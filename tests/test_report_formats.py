@@ -83,6 +83,8 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, l
         assert result.returncode == 0, result.stderr[-3000:]
         assert result.stdout.rstrip().endswith("campaign 1: completed")
         assert "[pool <PG>] run" in result.stdout and "[pool MariaDB] run" in result.stdout  # each child relayed
+        relayed = [line for line in result.stdout.splitlines() if line.startswith("[pool ")]
+        assert not any("TPS" in line and "step" not in line for line in relayed), relayed  # but no table of its own
         assert "[pool <PG>] build tpcc" in result.stderr and "[pool MariaDB] build tpcc" in result.stderr
         store = ResultsStore(f"sqlite:///{folder / 'tpsbench-results.db'}", create=False)
         runs = [store.load_run(r.id) for r in store.campaign_runs(1)]

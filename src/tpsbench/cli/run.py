@@ -198,7 +198,8 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
             **campaign_fields(values["campaign"]),
         )
         record = run(config, live=lambda line: click.echo(line, err=True))
-        click.echo(render([record.store.load_run(record.run_id)]), nl=False)
+        if config.campaign is None:  # a campaign's run: the campaign shows its targets side by side
+            click.echo(render([record.store.load_run(record.run_id)]), nl=False)
         short = [str(step.step) for step in record.outcome.steps if step.problems]
         click.echo(f"run {record.run_id}: {record.status}"
                    f"{'; step ' + ', '.join(short) + ' ran short of its plan (PROBLEM above)' if short else ''}"

@@ -111,13 +111,13 @@ def _start(campaign: Campaign, number: int, campaign_id: int, results_url: str |
 
 def _relay(proc: subprocess.Popen[str], storage: str, number: int, outcomes: dict[int, TargetOutcome],
            live: Callable[[str], None]) -> None:
-    """Each line of a run, prefixed with its storage; the run's own table is left out (the
-    campaign shows its targets side by side at the end)."""
+    """Each line of a run, prefixed with its storage (a campaign's run prints no table of
+    its own: the campaign shows its targets side by side at the end)."""
     last = ""
     assert proc.stdout is not None
     for line in proc.stdout:
         line = line.rstrip("\n")
-        if not line.strip() or line[0] in "┏┃┡│└":
+        if not line.strip():
             continue
         live(f"[{storage}] {line}")
         last = line
