@@ -26,7 +26,10 @@ from tpsbench.workloads import workload_classes
 TABLES = {"warehouse", "district", "customer", "history", "orders", "new_order", "order_line", "item", "stock"}
 DIALECTS = ("postgresql", "sqlite", "mysql", "mssql")
 #: the workloads with one DDL file per dialect: tables, secondary indexes, stored routines (PostgreSQL, MySQL)
-LAYOUTS = {"tpcc": (9, 2, {"tpcc_new_order", "tpcc_payment", "tpcc_delivery"}), "tpce": (33, 16, set())}
+LAYOUTS = {"tpcc": (9, 2, {"tpcc_new_order", "tpcc_payment", "tpcc_delivery"}),
+           "tpce": (33, 16, {"tpce_cents", "tpce_toggled", "tpce_take_lots", "tpce_trade_order", "tpce_trade_result",
+                             "tpce_market_feed", "tpce_trade_lookup", "tpce_security_detail",
+                             "tpce_customer_position"})}
 SQLGLOT_DIALECT = {"postgresql": "postgres", "mssql": "tsql", "mysql": "mysql", "sqlite": "sqlite"}
 
 Family = tuple  # ("integer", "int"|"small"|"big"), ("decimal", p, s), ("char"|"varchar", n), ("timestamp",) ...

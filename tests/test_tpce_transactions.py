@@ -56,18 +56,15 @@ class Db(ProbeDb):
         return MarketSession(self.ctx, self.connect(), self.target, exchange, lambda name, us: None)
 
 
-@pytest.fixture(scope="module", params=[
-    "sqlite",
-    pytest.param("postgresql", marks=pytest.mark.postgresql),
-    pytest.param("mysql", marks=pytest.mark.mysql),
-])
-def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Db]:
+@contextlib.contextmanager
+def built(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Db]:
+    """A fresh build on ``backend`` (sqlite, postgresql or mysql; the module docstring's)
+    and its probe, dropped afterwards: this module's fixture, and test_tpce_procedures'."""
     with contextlib.ExitStack() as stack:
-        if request.param == "sqlite":
+        if backend == "sqlite":
             url = f"sqlite:///{tmp_path_factory.mktemp('tpce') / 'tpce.db'}"
         else:
-            url = stack.enter_context(scratch_pg_database() if request.param == "postgresql"
-                                      else scratch_mysql_database())
+            url = stack.enter_context(scratch_pg_database() if backend == "postgresql" else scratch_mysql_database())
         build("tpce", 1000, url, workers=2, seed=SEED, load_time=LOAD_TIME, show_progress=False, options=BUILD)
         target = open_target(url)
         meta = read_meta(target, "tpce")
@@ -79,6 +76,16 @@ def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
             for conn in [probe.conn, *probe.opened]:
                 with contextlib.suppress(Exception):
                     conn.close()
+
+
+@pytest.fixture(scope="module", params=[
+    "sqlite",
+    pytest.param("postgresql", marks=pytest.mark.postgresql),
+    pytest.param("mysql", marks=pytest.mark.mysql),
+])
+def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Db]:
+    with built(request.param, tmp_path_factory) as probe:
+        yield probe
 
 
 def money(value: object) -> Decimal:

@@ -43,6 +43,10 @@ class Target:
     sa_backend: ClassVar[str | None] = None
     #: How this database's SQL differs where the workloads meet a difference.
     sql: ClassVar[SqlDialect] = SqlDialect()
+    #: Whether a stored routine's answer comes back in every form tpsbench reads one in:
+    #: PostgreSQL arrays as Python lists, each result set of a MySQL CALL in turn (the
+    #: DB-API drivers and the fast cursors do; pyodbc gives arrays as text).
+    routine_answers: ClassVar[bool] = True
 
     def __init__(self, url: URL) -> None:
         backend = self.sa_backend or url.drivername.partition("+")[0]

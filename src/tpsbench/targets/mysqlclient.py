@@ -122,6 +122,17 @@ class MysqlclientCursor(MysqlclientSend, BufferedRows):
         self.rows = MysqlRows(result) if result is not None else ()
         self.pos = 0
 
+    def next_result_set(self) -> bool:
+        """Move to a CALL's next result (DB-API's ``nextset``, named apart so that a
+        caller that drains with ``nextset`` keeps the deferral ``_drain`` explains):
+        True with its rows in place, False when none is left. For answers of several
+        result sets (TPC-E's procedures); the last result is the CALL's status, no rows."""
+        conn = self.conn
+        if not conn.more_results() or conn.next_result() != 0:
+            return False
+        self._take()
+        return True
+
     def commit(self) -> None:
         self._drain()
         self.conn.commit()

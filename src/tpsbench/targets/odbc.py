@@ -58,6 +58,7 @@ class OdbcTarget(Target):
 
     backends = ("odbc",)
     driver = "pyodbc"
+    routine_answers = False
     driver_modules = ("pyodbc",)
     #: SQLSTATEs every ODBC driver uses: serialization failure, and the 08 class
     #: (connection failure, link failure, connection gone or rejected)

@@ -15,7 +15,7 @@ from typing import Any
 
 from tpsbench.core.batch import Batch
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.schema import install_routines
+from tpsbench.core.procedures import install_for_run
 from tpsbench.core.session import Background, RunContext, Session
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Check, LoadParams, LoadTask, Workload
@@ -104,10 +104,7 @@ class TpccWorkload(Workload):
         """Install the stored procedures when the run calls them (procedures=on/auto)."""
         if not uses_procedures(dict(options), statements(target.sql)):
             return None
-        try:
-            names = install_routines(self, target)
-        except TpsbenchError as exc:
-            raise TpsbenchError(f"{exc} (run with --procedures off to send statements instead)") from exc
+        names = install_for_run(self, target)
         return f"tpcc: one stored-procedure call per transaction ({', '.join(names)}; --procedures off: statements)"
 
     def users_per_worker(self, target: Target, options: Mapping[str, str]) -> int:

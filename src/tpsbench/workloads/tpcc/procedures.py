@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tpsbench.core.target import error_codes
+from tpsbench.core.procedures import requested_rollback
 from tpsbench.workloads.tpcc import order_status, stock_level
 from tpsbench.workloads.tpcc.delivery import DeliveryInputs, DeliveryOutput
 from tpsbench.workloads.tpcc.new_order import NewOrderInputs, NewOrderOutput
@@ -49,7 +49,7 @@ def available(s: Statements) -> bool:
 def failed(name: str, error: Exception) -> None:
     """A call of ``name`` raised ``error``: return if it is New-Order's expected rollback
     (which the procedure or its server has done), raise it otherwise."""
-    if name != "new_order" or error_codes(error)[0] != ROLLBACK_SQLSTATE:
+    if name != "new_order" or not requested_rollback(error, ROLLBACK_SQLSTATE):
         raise error
 
 

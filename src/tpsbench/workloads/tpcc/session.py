@@ -37,9 +37,10 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.procedures import PROCEDURE_MODES, wants_procedures
 from tpsbench.core.session import RunContext, Session, Statement
 from tpsbench.core.workload import Option
-from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.parse import parse_mix
 from tpsbench.core.target import Target
 from tpsbench.workloads.tpcc import delivery, new_order, order_status, payment, procedures, stock_level
@@ -52,7 +53,6 @@ PREPARED_MAX = 256
 #: values of the run options this session reads
 WAREHOUSE_MODES = ("home", "all")
 CLIENT_PATHS = ("fast", "dbapi")
-PROCEDURE_MODES = ("auto", "on", "off")
 DELIVERY_MODES = ("inline", "deferred")
 #: the run options a TPC-C session reads, for the workload to declare (``tpsbench run tpcc --help``)
 RUN_OPTIONS = (
@@ -92,12 +92,7 @@ _EXECUTE = {
 
 def uses_procedures(options: dict[str, str], s: Statements) -> bool:
     """Whether a run with ``options`` calls stored procedures on the dialect of ``s``."""
-    mode = options.get("procedures", "auto")
-    if mode not in PROCEDURE_MODES:
-        raise TpsbenchError(f"TPC-C option procedures={mode!r}: use one of {', '.join(PROCEDURE_MODES)}")
-    if mode == "on" and not procedures.available(s):
-        raise TpsbenchError(f"TPC-C has no stored procedures for {s.dialect.name}; use --procedures off")
-    return mode == "on" or (mode == "auto" and procedures.available(s))
+    return wants_procedures("TPC-C", options, procedures.available(s), s.dialect.name)
 
 
 def mix_shares(options: Mapping[str, str]) -> dict[str, float] | None:

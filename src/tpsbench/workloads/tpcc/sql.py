@@ -38,6 +38,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from functools import cache
 
+from tpsbench.core.procedures import call_statement
 from tpsbench.core.sql import SqlDialect
 from tpsbench.workloads.tpcc.loader import DISTRICTS_PER_WAREHOUSE, OL_CNT_MAX
 
@@ -312,9 +313,7 @@ def _calls(d: SqlDialect) -> dict[str, str]:
     a MySQL CALL); none where the dialect calls no routines."""
     if not d.call:
         return {}
-    return {f"call_{name}": d.call.format(name=f"tpcc_{name}",
-                                          args=", ".join(d.call_arg.format(type=t) for t in types))
-            for name, types in PROCEDURE_PARAMS.items()}
+    return {f"call_{name}": call_statement(d, f"tpcc_{name}", types) for name, types in PROCEDURE_PARAMS.items()}
 
 
 def _concat(d: SqlDialect, *parts: str) -> str:

@@ -22,10 +22,11 @@ from typing import Any
 from tpsbench.core.batch import Batch
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.meta import read_meta, write_meta
+from tpsbench.core.procedures import PROCEDURE_MODES, install_for_run
 from tpsbench.core.session import Background, RunContext, Session
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Check, LoadParams, LoadTask, Option, SizeEstimate, Workload
-from tpsbench.workloads.tpce import checks, counts, expected, loader, mee, mix, trade_cleanup
+from tpsbench.workloads.tpce import checks, counts, expected, loader, mee, mix, procedures, trade_cleanup
 from tpsbench.workloads.tpce.layout import (DEFAULT_MARKET_DAYS, DEFAULT_TRADE_DAYS, MAX_MARKET_DAYS,
                                             MAX_TRADE_DAYS, TABLES, day_count, first_trade_id, load_units)
 from tpsbench.workloads.tpce.maintenance import Maintenance
@@ -103,6 +104,13 @@ class TpceWorkload(Workload):
                "Connections per driver process that send the market exchange emulator's Trade-Results and"
                f" Market-Feeds, beside the users' own; work they leave waiting for more than {mee.LATE_S:g} s is"
                " taken by the users. The report's mee_delay rows show how late work was sent after it was due."),
+        Option("procedures", "auto", "'on': Trade-Order, Trade-Result, Market-Feed, Trade-Update, Trade-Lookup,"
+               " Security-Detail and Customer-Position are each one call of a stored procedure (installed at the"
+               " start of the run): one round trip where the statements take several, so the driver takes less"
+               " CPU from the database; Broker-Volume, Market-Watch and Trade-Status, one or two statements, stay"
+               " statements. 'off': the driver sends every transaction's statements itself. 'auto': 'on' where"
+               " tpsbench has procedures for the database (PostgreSQL, MySQL, MariaDB; not through ODBC).",
+               PROCEDURE_MODES),
         Option("mix", "", "The users' weights, e.g. trade_order=200,trade_status=300,market_watch=500 (normalised;"
                " a transaction left out does not run; Trade-Result and Market-Feed follow from the Trade-Orders)."
                " Default: TPC-E's, 49/130/180/140/80/101/190/20 per 1,000 for broker_volume, customer_position,"
@@ -138,15 +146,22 @@ class TpceWorkload(Workload):
 
     def prepare_run(self, target: Target, options: Mapping[str, str]) -> str | None:
         """Trade-Cleanup (trade_cleanup.py), once before the first step; before the first
-        run ever, keep LAST_TRADE's total volume for check 9."""
+        run ever, keep LAST_TRADE's total volume for check 9; install the stored
+        procedures when the run calls them (procedures=on/auto), so that the routines it
+        calls are this tpsbench's."""
         mee_connections(options)
+        calls = procedures.uses_procedures(dict(options), target)
         if checks.LT_VOL_KEY not in read_meta(target, self.name):
             (volume,), = target.fetch_all(checks.LT_VOL_SQL, "reading LAST_TRADE's volumes")
             write_meta(target, self.name, {checks.LT_VOL_KEY: int(volume or 0)})
+        if calls:
+            install_for_run(self, target)
         with target.translate_errors("running Trade-Cleanup"):
             cancelled = trade_cleanup.run(target, first_trade_id(0, self.trade_days))
-        return (f"tpce: Trade-Cleanup cancelled {cancelled['pending']:,} pending and {cancelled['submitted']:,}"
-                " submitted order(s) left open")
+        sent = (f"one stored-procedure call each for {', '.join(procedures.CALLS)}; statements for the others"
+                " (--procedures off: statements throughout)" if calls else "statements for every transaction")
+        return (f"tpce: {sent}; Trade-Cleanup cancelled {cancelled['pending']:,} pending and"
+                f" {cancelled['submitted']:,} submitted order(s) left open")
 
     def checks(self) -> list[Check]:
         return checks.CHECKS

@@ -30,7 +30,9 @@ DRAW_ID = -1
 
 
 class MaintenanceSession(FramesSession):
-    """Data-Maintenance when it is due, else "no work yet"."""
+    """Data-Maintenance when it is due, else "no work yet"; always client SQL, once a minute."""
+
+    sends_calls = False
 
     def __init__(self, ctx: RunContext, conn: Any, target: Target, component: Maintenance) -> None:
         super().__init__(ctx, DRAW_ID, 1, conn, target)

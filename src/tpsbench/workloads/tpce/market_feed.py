@@ -19,6 +19,7 @@ read-write transaction:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -83,15 +84,7 @@ def execute(link: Link, s: Statements, inp: MarketFeedInputs) -> list[Triggered]
     """The feed on ``link``, its transaction left open for the caller to commit; the
     limit orders it triggered."""
     cur, money = link.cur, s.money
-    # per symbol: last price, volume, lowest and highest price, in symbol order
-    symbols: dict[str, list[Any]] = {}
-    for symbol, price, qty in inp.entries:
-        seen = symbols.get(symbol)
-        if seen is None:
-            symbols[symbol] = [price, qty, price, price]
-        else:
-            seen[0], seen[1], seen[2], seen[3] = price, seen[1] + qty, min(seen[2], price), max(seen[3], price)
-    ordered = sorted(symbols.items())
+    ordered = per_symbol(inp.entries)
     now = stamp(datetime.now(UTC))
     link.begin()
     prices: list[Any] = []
@@ -104,8 +97,7 @@ def execute(link: Link, s: Statements, inp: MarketFeedInputs) -> list[Triggered]
     k = len(ordered)
     cur.execute(s.mf_last_trade_k[k], [*prices, *volumes, now, *(symbol for symbol, _ in ordered)])
     cur.execute(s.mf_requests_k[k], requests)
-    found = [Triggered(int(t_id), as_text(symb), int(qty), to_decimal(bid), as_text(tt))
-             for t_id, symb, qty, bid, tt in cur.fetchall()]
+    found = triggered(cur.fetchall())
     for at in range(0, len(found), MAX_TRADES):
         ids = [t.trade_id for t in found[at:at + MAX_TRADES]]
         cur.execute(s.mf_trades_k[len(ids)], [now, *ids])
@@ -115,3 +107,21 @@ def execute(link: Link, s: Statements, inp: MarketFeedInputs) -> list[Triggered]
             history += (t_id, now)
         cur.execute(s.mf_history_k[len(ids)], history)
     return found
+
+
+def per_symbol(entries: list[Entry]) -> list[tuple[str, list[Any]]]:
+    """The feed's symbols in symbol order, each with its last price, its volume, and its
+    lowest and highest price in the feed (the frame's inputs, procedures.py's too)."""
+    symbols: dict[str, list[Any]] = {}
+    for symbol, price, qty in entries:
+        seen = symbols.get(symbol)
+        if seen is None:
+            symbols[symbol] = [price, qty, price, price]
+        else:
+            seen[0], seen[1], seen[2], seen[3] = price, seen[1] + qty, min(seen[2], price), max(seen[3], price)
+    return sorted(symbols.items())
+
+
+def triggered(rows: Iterable[Sequence[Any]]) -> list[Triggered]:
+    """The triggered orders of (t_id, symbol, qty, bid, type) rows, as read."""
+    return [Triggered(int(t_id), as_text(symb), int(qty), to_decimal(bid), as_text(tt)) for t_id, symb, qty, bid, tt in rows]

@@ -60,7 +60,6 @@ from typing import Any, ClassVar
 
 from tpsbench.core.session import Background, RunContext, Session, TimingSink
 from tpsbench.core.target import Target
-from tpsbench.workloads.tpce import market_feed, trade_result
 from tpsbench.workloads.tpce.market_feed import (
     FEED_ENTRIES,
     Entry,
@@ -279,7 +278,8 @@ class MarketExchange:
 
 
 class MarketSession(FramesSession):
-    """An executor's session: the exchange's work, one transaction at a time."""
+    """An executor's session: the exchange's work, one transaction at a time, each as
+    its frames or, with the run option procedures on, one call (FramesSession.perform)."""
 
     def __init__(self, ctx: RunContext, conn: Any, target: Target, exchange: MarketExchange,
                  timing: TimingSink) -> None:
@@ -313,11 +313,12 @@ def work_inputs(exchange: MarketExchange, work: Work) -> object:
 
 
 def execute_work(session: FramesSession, exchange: MarketExchange, name: str, inputs: object) -> None:
-    """Run a dispatched work's transaction on ``session`` and tell the exchange what came of it."""
+    """Run a dispatched work's transaction on ``session`` and tell the exchange what came
+    of it (the same outputs from a stored-procedure call as from the frames)."""
     if name == "market_feed":
-        exchange.triggered(session.run(market_feed.execute, inputs))
+        exchange.triggered(session.perform(name, inputs))
     else:
-        exchange.completed(session.run(trade_result.execute, inputs))
+        exchange.completed(session.perform(name, inputs))
 
 
 class MarketExecutor(Background):

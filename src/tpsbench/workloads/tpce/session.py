@@ -2,7 +2,8 @@
 
 A user deals the customer emulator's mix (mix.py: the brief's B2 without Trade-Result
 and Market-Feed), draws each transaction's inputs over what the database holds
-(universe.py) and runs its frames as client SQL, one transaction per call. A committed
+(universe.py) and runs its frames as client SQL, or with the run option ``procedures``
+one call of its stored procedure where it has one (procedures.py). A committed
 Trade-Order goes to the worker's market exchange emulator (mee.py), which sends the
 Trade-Results and Market-Feeds the orders cause from connections of its own; when those
 fall behind, the user takes the exchange's overdue work before its next card (mee.py
@@ -54,16 +55,6 @@ _INPUTS: dict[str, Callable[[Draws], object]] = {
     "trade_status": trade_status.inputs,
     "trade_update": trade_update.inputs,
 }
-_EXECUTE: dict[str, Callable[..., Any]] = {
-    "broker_volume": broker_volume.execute,
-    "customer_position": customer_position.execute,
-    "market_watch": market_watch.execute,
-    "security_detail": security_detail.execute,
-    "trade_lookup": trade_lookup.execute,
-    "trade_order": trade_order.execute,
-    "trade_status": trade_status.execute,
-    "trade_update": trade_update.execute,
-}
 
 
 class TpceSession(FramesSession):
@@ -103,11 +94,12 @@ class TpceSession(FramesSession):
         return _INPUTS[name](self.draw)
 
     def execute(self, name: str, inputs: object) -> bool:
-        """Run ``name``'s frames and commit; False for Trade-Order's requested rollback."""
+        """Run ``name`` (its frames and a commit, or its one call); False for
+        Trade-Order's requested rollback."""
         if name in FROM_MARKET:
             mee.execute_work(self, self.exchange, name, inputs)  # type: ignore[arg-type]
             return True
-        output = self.run(_EXECUTE[name], inputs)
+        output = self.perform(name, inputs)
         if output is None:
             return False
         if name == "trade_order" and self.exchange is not None:

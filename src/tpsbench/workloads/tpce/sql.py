@@ -22,7 +22,9 @@ the hot path formats nothing.
 before the first statement and ends it with its commit or rollback; else the driver's
 DB-API cursor in autocommit mode, with the dialect's BEGIN (SQLite's BEGIN IMMEDIATE)
 sent before a read-write transaction's first statement, so that its reads are inside
-it, and read-only transactions left to autocommit.
+it, and read-only transactions left to autocommit. A session that calls stored
+procedures keeps its connection in autocommit mode on the fast cursor too (Link's
+``autocommit``).
 """
 
 from __future__ import annotations
@@ -142,20 +144,26 @@ def _same(value: Decimal) -> Decimal:
 
 
 class Link:
-    """A session's statements and transactions on one connection (module docstring)."""
+    """A session's statements and transactions on one connection (module docstring).
 
-    def __init__(self, target: Target, conn: Any) -> None:
+    ``autocommit``: the connection stays in autocommit mode even on the fast cursor, for
+    sessions that send stored-procedure calls (each call its own transaction,
+    procedures.py); their frames then open a read-write transaction with the dialect's
+    BEGIN, as the DB-API path does, and leave read-only ones to autocommit.
+    """
+
+    def __init__(self, target: Target, conn: Any, autocommit: bool = False) -> None:
         fast = target.fast_cursor(conn)
         d = target.sql
         self.cur: Any
-        if fast is not None:
+        if fast is not None and not autocommit:
             self.cur = fast
             self._begin = ""
             self._commit: Callable[[], None] = fast.commit
             self._rollback: Callable[[], None] = fast.rollback
         else:
             target.set_autocommit(conn)
-            self.cur = conn.cursor()
+            self.cur = fast if fast is not None else conn.cursor()
             self._begin = d.begin
             self._commit = self._end_with(d.commit)
             self._rollback = self._end_with(d.rollback)

@@ -17,6 +17,7 @@ frame reads three per trade. Trade-Update (trade_update.py) runs these same stat
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,9 +137,16 @@ def details(cur: Any, s: Statements, out: TradeLookupOutput) -> None:
     if not ids:
         return
     cur.execute(s.tl_settlements_k[len(ids)], ids)
-    out.settlements = {row[0]: tuple(row[1:]) for row in cur.fetchall()}
+    settlements = cur.fetchall()
     cur.execute(s.tl_history_k[len(ids)], ids)
-    for t_id, dts, st_id in cur.fetchall():
+    fill(out, settlements, cur.fetchall())
+
+
+def fill(out: TradeLookupOutput, settlements: Iterable[Sequence[Any]], history: Iterable[Sequence[Any]]) -> None:
+    """``out``'s settlements and first status changes from the rows of the two statements
+    of :func:`details` (a stored procedure's answer gives the same rows)."""
+    out.settlements = {row[0]: tuple(row[1:]) for row in settlements}
+    for t_id, dts, st_id in history:
         changes = out.history.setdefault(t_id, [])
         if len(changes) < HISTORY_ROWS:
             changes.append((dts, st_id))
