@@ -8,7 +8,10 @@ module, and no workload has a table of databases to extend.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -60,3 +63,49 @@ class SqlDialect:
     #: back, and answer so); False where it runs inside the caller's (a PostgreSQL function
     #: rolls back by raising)
     routines_end_transactions: bool = False
+
+
+# -- what every workload's statement table does with a dialect ------------------------------
+def marked(text: Any, mark: str) -> Any:
+    """``text`` (a statement, a tuple or dict of them, or None) for the driver's ``mark``:
+    ``?`` becomes ``%s`` where the driver wants it, and a literal percent sign then ``%%``
+    (a LIKE pattern), as every such driver reads a statement that has parameters."""
+    if mark == "?" or text is None:
+        return text
+    if isinstance(text, str):
+        return text.replace("%", "%%").replace("?", mark)
+    if isinstance(text, dict):
+        return {key: marked(t, mark) for key, t in text.items()}
+    return tuple(marked(t, mark) for t in text)
+
+
+def counted(make: Callable[[int], Any], most: int) -> tuple[Any, ...]:
+    """``(None, make(1), ..., make(most))``: one statement per count (an IN list of k
+    keys), indexed by the count, so that the hot path formats nothing."""
+    return (None, *(make(k) for k in range(1, most + 1)))
+
+
+def concat(d: SqlDialect, *parts: str) -> str:
+    """String concatenation in the dialect's form."""
+    return f"CONCAT({', '.join(parts)})" if d.concat == "concat" else " || ".join(parts)
+
+
+def money_sql(d: SqlDialect, expr: str) -> str:
+    """A money expression as stored: rounded to cents where DECIMAL is a double (SQLite),
+    so that sums do not drift."""
+    return expr if d.exact_decimals else f"ROUND({expr}, 2)"
+
+
+def money_binder(d: SqlDialect) -> Callable[[Decimal], object]:
+    """How a Decimal amount is bound: as it is, or as a float where the database keeps a
+    double (SQLite's sqlite3 cannot bind a Decimal)."""
+    return _same if d.exact_decimals else float
+
+
+def to_decimal(value: object) -> Decimal:
+    """A money value read back, as an exact Decimal (SQLite gives float or int)."""
+    return value if type(value) is Decimal else Decimal(repr(value))  # type: ignore[return-value]
+
+
+def _same(value: Decimal) -> Decimal:
+    return value

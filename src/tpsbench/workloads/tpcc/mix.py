@@ -31,7 +31,13 @@ import numpy as np
 
 from tpsbench.core import columns
 from tpsbench.workloads.tpcc import rand
-from tpsbench.workloads.tpcc.loader import CUSTOMERS_PER_DISTRICT, DISTRICTS_PER_WAREHOUSE, ITEMS, OL_CNT_MAX, OL_CNT_MIN
+from tpsbench.workloads.tpcc.loader import (
+    CUSTOMERS_PER_DISTRICT,
+    DISTRICTS_PER_WAREHOUSE,
+    ITEMS,
+    OL_CNT_MAX,
+    OL_CNT_MIN,
+)
 
 #: transaction names, in report order
 TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")

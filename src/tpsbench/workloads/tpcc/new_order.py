@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from tpsbench.workloads.tpcc.loader import ITEMS, OL_CNT_MAX, OL_CNT_MIN
+from tpsbench.core.sql import to_decimal
+from tpsbench.workloads.tpcc.loader import ITEMS
 from tpsbench.workloads.tpcc.mix import Draws, take
-from tpsbench.workloads.tpcc.sql import Statements, to_decimal
+from tpsbench.workloads.tpcc.sql import Statements
 
 #: an item id that no ITEM row has: the 1% rollback's "unused value" (§2.4.1.5)
 UNUSED_ITEM = ITEMS + 1

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from tpsbench.core.sql import to_decimal
 from tpsbench.workloads.tpcc.mix import Draws
 from tpsbench.workloads.tpcc.payment import customer_key
-from tpsbench.workloads.tpcc.sql import Statements, to_decimal
+from tpsbench.workloads.tpcc.sql import Statements
 
 
 @dataclass(slots=True)

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from tpsbench.core.sql import to_decimal
 from tpsbench.workloads.tpcc.mix import Draws
-from tpsbench.workloads.tpcc.sql import Statements, to_decimal
+from tpsbench.workloads.tpcc.sql import Statements
 
 #: §2.5.1.3 H_AMOUNT range, in cents
 AMOUNT_MIN_CENTS, AMOUNT_MAX_CENTS = 100, 500_000

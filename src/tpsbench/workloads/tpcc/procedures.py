@@ -30,11 +30,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tpsbench.core.procedures import requested_rollback
+from tpsbench.core.sql import to_decimal
 from tpsbench.workloads.tpcc import order_status, stock_level
 from tpsbench.workloads.tpcc.delivery import DeliveryInputs, DeliveryOutput
 from tpsbench.workloads.tpcc.new_order import NewOrderInputs, NewOrderOutput
 from tpsbench.workloads.tpcc.payment import PaymentInputs, PaymentOutput
-from tpsbench.workloads.tpcc.sql import Statements, to_decimal
+from tpsbench.workloads.tpcc.sql import Statements
 
 #: the SQLSTATE of PostgreSQL's tpcc_new_order for an unused item (§2.4.2.3)
 ROLLBACK_SQLSTATE = "TPCC1"

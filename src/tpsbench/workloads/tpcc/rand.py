@@ -14,7 +14,6 @@ import numpy as np
 
 from tpsbench.core.columns import ALNUM, DIGITS, UPPER, as_strings, char_matrix, random_chars, uniform
 
-
 #: §4.3.2.3: the syllables whose concatenation makes C_LAST from a number 0..999
 SYLLABLES = ("BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING")
 

@@ -36,10 +36,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
-from functools import cache
+from functools import cache, partial
 
 from tpsbench.core.procedures import call_statement
-from tpsbench.core.sql import SqlDialect
+from tpsbench.core.sql import SqlDialect, concat, counted, marked, money_binder, money_sql
 from tpsbench.workloads.tpcc.loader import DISTRICTS_PER_WAREHOUSE, OL_CNT_MAX
 
 #: the most order lines, hence distinct stock rows and items, one New-Order can touch
@@ -85,15 +85,15 @@ class Statements:
         self.returning = bool(d.returning)
         #: what a Decimal amount is bound as: sqlite3 cannot bind Decimal, and a double
         #: is what SQLite would store anyway
-        self.bind_money: Callable[[Decimal], object] = _same if d.exact_decimals else float
+        self.bind_money: Callable[[Decimal], object] = money_binder(d)
         s = self._build(d)
         for name, text in s.items():
-            setattr(self, name, _mark(text, mark))
+            setattr(self, name, marked(text, mark))
 
     def _build(self, d: SqlDialect) -> dict:
         """The statements by attribute name: one flat table, in transaction order."""
         s: dict = {}
-        money = _money(d)
+        money = partial(money_sql, d)
         # -- New-Order -------------------------------------------------------------------
         if d.returning:
             s["no_district"] = _returning(
@@ -114,29 +114,29 @@ class Statements:
         )
         s["no_new_order"] = "INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)"
         dist = " ".join(f"WHEN {i} THEN s_dist_{i:02d}" for i in range(1, DISTRICTS_PER_WAREHOUSE + 1))
-        s["no_stock_k"] = _counted(lambda k: (
+        s["no_stock_k"] = counted(lambda k: (
             f"SELECT s_w_id, s_i_id, s_quantity, s_data, CASE {d.int_param} {dist} END FROM stock{d.table_lock}"
             f" WHERE {_pairs('s_w_id', 's_i_id', k)}{d.row_lock}"
         ), MAX_LINES)
         first = "SELECT " + ", ".join(f"{d.int_param} AS {name}" for name in ("w", "i", "q", "ytd", "cnt", "rmt"))
         more = "SELECT " + ", ".join([d.int_param] * 6)
-        s["no_stock_update_k"] = _counted(lambda k: _update_from(
+        s["no_stock_update_k"] = counted(lambda k: _update_from(
             d, "stock",
             "s_quantity = v.q, s_ytd = s_ytd + v.ytd, s_order_cnt = s_order_cnt + v.cnt,"
             " s_remote_cnt = s_remote_cnt + v.rmt",
             "(" + " UNION ALL ".join([first] + [more] * (k - 1)) + ") v",
             "s_w_id = v.w AND s_i_id = v.i",
         ), MAX_LINES)
-        s["no_items_k"] = _counted(lambda k: (
+        s["no_items_k"] = counted(lambda k: (
             f"SELECT i_id, i_price, i_name, i_data FROM item WHERE i_id IN ({', '.join(['?'] * k)})"
         ), MAX_LINES)
-        s["no_lines_k"] = _counted(lambda k: (
+        s["no_lines_k"] = counted(lambda k: (
             "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_delivery_d,"
             " ol_quantity, ol_amount, ol_dist_info) VALUES "
             + ", ".join(["(?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)"] * k)
         ), MAX_LINES)
         # -- Payment ---------------------------------------------------------------------
-        prepended = _concat(d, "c_id", "?", "c_data")
+        prepended = concat(d, "c_id", "?", "c_data")
         c_data = f"CASE WHEN c_credit = 'BC' THEN SUBSTRING({prepended}, 1, 500) ELSE c_data END"
         pay_customer = (
             f"c_balance = {money('c_balance - ?')}, c_ytd_payment = {money('c_ytd_payment + ?')},"
@@ -197,24 +197,24 @@ class Statements:
                 for d_id in range(1, DISTRICTS_PER_WAREHOUSE + 1)
             )
         s["dl_oldest"] = oldest_one
-        s["dl_delete_k"] = _counted(lambda k: _returning(
+        s["dl_delete_k"] = counted(lambda k: _returning(
             d, "DELETE FROM new_order", f"WHERE no_w_id = ? AND {_pairs('no_d_id', 'no_o_id', k)}",
             "no_d_id, no_o_id", table="deleted",
         ), DISTRICTS_PER_WAREHOUSE)
         #: how many times dl_claim takes W_ID
         self.dl_claim_params = s["dl_claim"].count("?")
         s["dl_delete_one"] = "DELETE FROM new_order WHERE no_w_id = ? AND no_d_id = ? AND no_o_id = ?"
-        s["dl_carrier_k"] = _counted(lambda k: (
+        s["dl_carrier_k"] = counted(lambda k: (
             f"UPDATE orders SET o_carrier_id = ? WHERE o_w_id = ? AND {_pairs('o_d_id', 'o_id', k)}"
         ), DISTRICTS_PER_WAREHOUSE)
-        s["dl_lines_k"] = _counted(lambda k: (
+        s["dl_lines_k"] = counted(lambda k: (
             "UPDATE order_line SET ol_delivery_d = CURRENT_TIMESTAMP"
             f" WHERE ol_w_id = ? AND {_pairs('ol_d_id', 'ol_o_id', k)}"
         ), DISTRICTS_PER_WAREHOUSE)
         amount = (
             "(SELECT SUM(ol_amount) FROM order_line WHERE ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id)"
         )
-        s["dl_customer_k"] = _counted(lambda k: _update_from(
+        s["dl_customer_k"] = counted(lambda k: _update_from(
             d, "customer",
             f"c_balance = {money('c_balance + ' + amount)}, c_delivery_cnt = c_delivery_cnt + 1",
             "orders",
@@ -241,32 +241,7 @@ def statements(dialect: SqlDialect, mark: str = "?") -> Statements:
     return Statements(dialect, mark)
 
 
-def to_decimal(value: object) -> Decimal:
-    """A money value read back as an exact Decimal (SQLite returns float or int)."""
-    return value if type(value) is Decimal else Decimal(repr(value))  # type: ignore[return-value]
-
-
-def _same(value: Decimal) -> Decimal:
-    return value
-
-
 # -- builders ------------------------------------------------------------------------------
-def _mark(text: object, mark: str) -> object:
-    """Replace ``?`` by the driver's marker in a statement, or in every one of a tuple/dict."""
-    if text is None or mark == "?":
-        return text
-    if isinstance(text, str):
-        return text.replace("?", mark)
-    if isinstance(text, tuple):
-        return tuple(_mark(t, mark) for t in text)
-    return {key: _mark(t, mark) for key, t in text.items()}
-
-
-def _counted(make: object, most: int) -> tuple:
-    """``(None, make(1), ..., make(most))``: a statement per count, indexed by the count."""
-    return (None,) + tuple(make(k) for k in range(1, most + 1))  # type: ignore[operator]
-
-
 def _pairs(a: str, b: str, k: int) -> str:
     """``((a = ? AND b = ?) OR ...)`` for k pairs: every optimiser turns it into k key probes."""
     return "(" + " OR ".join([f"({a} = ? AND {b} = ?)"] * k) + ")"
@@ -316,15 +291,3 @@ def _calls(d: SqlDialect) -> dict[str, str]:
     return {f"call_{name}": call_statement(d, f"tpcc_{name}", types) for name, types in PROCEDURE_PARAMS.items()}
 
 
-def _concat(d: SqlDialect, *parts: str) -> str:
-    if d.concat == "concat":
-        return f"CONCAT({', '.join(parts)})"
-    return " || ".join(parts)
-
-
-def _money(d: SqlDialect) -> Callable[[str], str]:
-    """Wrap a money expression so that a database without exact decimals (SQLite) stores
-    it rounded to cents."""
-    if not d.exact_decimals:
-        return lambda expr: f"ROUND({expr}, 2)"
-    return lambda expr: expr

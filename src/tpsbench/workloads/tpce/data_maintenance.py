@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from tpsbench.core.sql import SqlDialect
+from tpsbench.core.sql import SqlDialect, concat
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import Link, Statements, as_text, concat, day, stamp
+from tpsbench.workloads.tpce.sql import Link, Statements, as_text, day, stamp
 from tpsbench.workloads.tpce.universe import Universe, as_day
 
 TABLES = ("account_permission", "address", "company", "customer", "customer_taxrate", "daily_market", "exchange",

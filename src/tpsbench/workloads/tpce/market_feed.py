@@ -25,17 +25,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from tpsbench.core.sql import SqlDialect
-from tpsbench.workloads.tpce.sql import (
-    MAX_TRADES,
-    Link,
-    Statements,
-    as_text,
-    counted,
-    marks,
-    stamp,
-    to_decimal,
-)
+from tpsbench.core.sql import SqlDialect, to_decimal
+from tpsbench.workloads.tpce.sql import MAX_TRADES, Link, Statements, as_text, counted, marks, stamp
 
 #: ticker entries per feed
 FEED_ENTRIES = 20

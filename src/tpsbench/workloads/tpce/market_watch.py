@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tpsbench.core.sql import SqlDialect
+from tpsbench.core.sql import SqlDialect, to_decimal
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import Link, Statements, day, to_decimal
+from tpsbench.workloads.tpce.sql import Link, Statements, day
 
 #: the three kinds of list, and their share in per cent
 WATCH_LIST, INDUSTRY, HOLDINGS = 0, 1, 2

@@ -52,13 +52,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tpsbench.core.procedures import call_statement, requested_rollback, wants_procedures
-from tpsbench.core.sql import SqlDialect
+from tpsbench.core.sql import SqlDialect, to_decimal
 from tpsbench.core.target import Target, error_codes, error_message
 from tpsbench.workloads.tpce import market_feed, trade_lookup
 from tpsbench.workloads.tpce.customer_position import CustomerPositionInputs, CustomerPositionOutput
 from tpsbench.workloads.tpce.market_feed import MarketFeedInputs, Triggered
 from tpsbench.workloads.tpce.security_detail import SecurityDetailInputs, SecurityDetailOutput
-from tpsbench.workloads.tpce.sql import Statements, stamp, to_decimal
+from tpsbench.workloads.tpce.sql import Statements, stamp
 from tpsbench.workloads.tpce.trade_lookup import TradeLookupInputs, TradeLookupOutput
 from tpsbench.workloads.tpce.trade_order import TradeOrderInputs, TradeOrderOutput
 from tpsbench.workloads.tpce.trade_result import TradeResultInputs, TradeResultOutput

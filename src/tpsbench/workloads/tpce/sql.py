@@ -35,7 +35,8 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from tpsbench.core.sql import SqlDialect
+from tpsbench.core.sql import SqlDialect, marked, money_binder
+from tpsbench.core.sql import counted as core_counted
 from tpsbench.core.target import Target
 
 #: the most trade ids one frame looks up or updates (Trade-Lookup and Trade-Update: 20)
@@ -50,7 +51,7 @@ class Statements:
     def __init__(self, d: SqlDialect, texts: dict[str, Any]) -> None:
         self.dialect = d
         #: how a Decimal amount is bound: as it is, or as a double where SQLite keeps one
-        self.money: Callable[[Decimal], object] = _same if d.exact_decimals else float
+        self.money: Callable[[Decimal], object] = money_binder(d)
         self.__dict__.update(texts)
 
     def __getattr__(self, name: str) -> Any:
@@ -68,24 +69,13 @@ def build(d: SqlDialect, mark: str, parts: Iterable[Callable[[SqlDialect], dict[
         clash = set(made) & set(texts)
         if clash:
             raise ValueError(f"two statements are called {', '.join(sorted(clash))}")
-        texts.update({name: _marked(text, mark) for name, text in made.items()})
+        texts.update({name: marked(text, mark) for name, text in made.items()})
     return Statements(d, texts)
 
 
-def _marked(text: Any, mark: str) -> Any:
-    """``text`` (a statement, a tuple of them, or None) for the driver's ``mark``: with
-    ``%s`` markers a literal percent sign is ``%%`` (a LIKE pattern), as every such
-    driver reads a statement that has parameters, which such statements all have."""
-    if mark == "?" or text is None:
-        return text
-    if isinstance(text, str):
-        return text.replace("%", "%%").replace("?", mark)
-    return tuple(_marked(t, mark) for t in text)
-
-
 def counted(make: Callable[[int], str], most: int = MAX_TRADES) -> tuple[str | None, ...]:
-    """``(None, make(1), ..., make(most))``: one statement per count, indexed by it."""
-    return (None, *(make(k) for k in range(1, most + 1)))
+    """One statement per count up to Trade-Lookup's and Trade-Update's 20 trade ids (core.sql.counted)."""
+    return core_counted(make, most)
 
 
 def marks(k: int) -> str:
@@ -101,20 +91,6 @@ def top(d: SqlDialect, n: int) -> str:
 def limit(d: SqlDialect, n: int) -> str:
     """`` LIMIT n`` to end a statement; "" on SQL Server (see :func:`top`)."""
     return f" LIMIT {n}" if d.limit1 else ""
-
-
-def money_sql(d: SqlDialect, expr: str) -> str:
-    """A money expression as stored: rounded to cents where DECIMAL is a double (SQLite)."""
-    return expr if d.exact_decimals else f"ROUND({expr}, 2)"
-
-
-def concat(d: SqlDialect, *parts: str) -> str:
-    return f"CONCAT({', '.join(parts)})" if d.concat == "concat" else " || ".join(parts)
-
-
-def to_decimal(value: object) -> Decimal:
-    """A money value read back, as an exact Decimal (SQLite gives float or int)."""
-    return value if type(value) is Decimal else Decimal(repr(value))  # type: ignore[return-value]
 
 
 def as_text(value: object) -> str:
@@ -137,10 +113,6 @@ def stamp(moment: datetime) -> str:
 def day(value: date) -> str:
     """A DATE as bound and stored: ``YYYY-MM-DD`` (the loader's text for DATE columns)."""
     return value.strftime("%Y-%m-%d")
-
-
-def _same(value: Decimal) -> Decimal:
-    return value
 
 
 class Link:

@@ -32,17 +32,10 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from tpsbench.core.sql import SqlDialect
+from tpsbench.core.sql import SqlDialect, to_decimal
 from tpsbench.workloads.tpce import lots
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import (
-    Link,
-    Statements,
-    as_text,
-    cents,
-    stamp,
-    to_decimal,
-)
+from tpsbench.workloads.tpce.sql import Link, Statements, as_text, cents, stamp
 
 QUANTITIES = (100, 200, 400, 800)
 #: TAX_STATUS values that pay tax on gains (the account's ca_tax_st)

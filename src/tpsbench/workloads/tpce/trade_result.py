@@ -39,21 +39,9 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from tpsbench.core.sql import SqlDialect
+from tpsbench.core.sql import SqlDialect, money_sql, to_decimal
 from tpsbench.workloads.tpce import lots
-from tpsbench.workloads.tpce.sql import (
-    MAX_TRADES,
-    Link,
-    Statements,
-    as_text,
-    cents,
-    counted,
-    day,
-    marks,
-    money_sql,
-    stamp,
-    to_decimal,
-)
+from tpsbench.workloads.tpce.sql import MAX_TRADES, Link, Statements, as_text, cents, counted, day, marks, stamp
 from tpsbench.workloads.tpce.trade_order import TAXABLE
 
 #: a trade settles this long after it completed

@@ -22,8 +22,9 @@ from decimal import Decimal
 from typing import Any
 
 from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.sql import to_decimal
 from tpsbench.core.target import Target
-from tpsbench.workloads.tpce.sql import as_text, to_decimal
+from tpsbench.workloads.tpce.sql import as_text
 
 
 @dataclass(frozen=True)
