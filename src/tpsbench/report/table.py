@@ -229,6 +229,11 @@ def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list
     return rows + _worker_host_rows(readings)
 
 
+#: (row label, host_cpu figure, value shown) of each worker host's rows
+_WORKER_HOST_ROWS: list[tuple[str, str, Callable[[float], float]]] = [
+    ("CPU busy (%)", "idle", lambda idle: 100.0 - idle), ("driver CPU (%)", "driver", lambda share: share)]
+
+
 def _worker_host_rows(readings: dict[str, dict[str, dict[str, float]]]) -> list[tuple[str, list[str]]]:
     """Each Dask worker host's CPU (tpsbench.engine.dask_worker: ``host_cpu@HOST``): how busy
     the host was and the driver's share of it, which tells whether a client machine, not
@@ -237,10 +242,8 @@ def _worker_host_rows(readings: dict[str, dict[str, dict[str, float]]]) -> list[
     rows = []
     for name in hosts:
         host = name.partition("@")[2]
-        for label, figure in (("CPU busy (%)", "idle"), ("driver CPU (%)", "driver")):
-            values = {column: r[name][figure] for column, r in readings.items() if figure in r.get(name, {})}
-            if figure == "idle":
-                values = {column: 100.0 - value for column, value in values.items()}
+        for label, figure, value in _WORKER_HOST_ROWS:
+            values = {column: value(r[name][figure]) for column, r in readings.items() if figure in r.get(name, {})}
             if values:
                 rows.append((f"Worker host {host} {label}", [_one(values[c]) if c in values else "" for c in readings]))
     return rows
