@@ -234,6 +234,7 @@ def run() -> None:
       tpsbench run tpcc --think uniform:1s..3s --keying fixed:500ms   # Benchmark Factory's waits
       tpsbench run tpcc --mix new_order=50,payment=40,order_status=4,delivery=3,stock_level=3
       tpsbench run tpce --users 1,20,50 --db sqlite:///tpce.db
+      tpsbench run tpce --users 20 --db postgresql://postgres@127.0.0.1/tpce --procedures off   # statements, not calls
       tpsbench run custom --file docs/examples/order_entry.toml --users 1,8
       tpsbench run tpcc --force     # even while another run is active on the database
       TPSBENCH_WORKLOADS=~/my-workloads tpsbench run kvtoy   # a workload of your own
