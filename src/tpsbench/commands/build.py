@@ -156,7 +156,7 @@ def _refuse_too_big(target: Target, wl: Workload, scale: int) -> None:
 
 
 def _worker_count(requested: int | None, target: Target) -> int:
-    count = requested if requested is not None else (os.cpu_count() or 1)
+    count = requested if requested is not None else len(os.sched_getaffinity(0))  # the cores we may use
     if count < 1:
         raise TpsbenchError(f"--loaders must be >= 1, got {count}")
     if target.max_load_workers is not None:

@@ -164,7 +164,9 @@ def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, 
         raise TpsbenchError(f"{most} users need {most} connections{extra} but {target.describe()} accepts {limit} "
                             f"more{'; ' + hint if hint else ''}")
     per_worker = 1 if workers else max(1, workload.users_per_worker(target, ctx.options))
-    count = max(1, min(workers or capacity or os.cpu_count() or 1, -(-most // per_worker)))
+    # the cores this process may run on (taskset, a container's cpuset), not the machine's:
+    # a driver pinned beside its server must not start a worker per core it cannot use
+    count = max(1, min(workers or capacity or len(os.sched_getaffinity(0)), -(-most // per_worker)))
     return RunPlan(ctx, workload, tuple(steps), count, per_worker)
 
 
