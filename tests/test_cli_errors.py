@@ -77,6 +77,20 @@ def test_procedures_on_sqlite_are_refused_before_the_run(tmp_path: Path) -> None
     assert not (tmp_path / "tpsbench-results.db").exists()
 
 
+@pytest.mark.parametrize(("client", "needle"), [
+    ("text", "--client text: not on sqlite"),
+    ("binary", "'binary' is not one of 'fast', 'prepared', 'text', 'dbapi'"),
+])
+def test_a_client_path_the_database_lacks_is_refused_before_the_run(tmp_path: Path, client: str, needle: str) -> None:
+    """One line before any user starts (not a problem per user), and nothing recorded."""
+    db = f"sqlite:///{tmp_path / 'tpcc.db'}"
+    assert tpsbench("build", "tpcc", "--scale", "1", "--db", db, cwd=tmp_path).returncode == 0
+    result = tpsbench("run", "tpcc", "--db", db, "--client", client, "--users", "1", "--duration", "1s",
+                      cwd=tmp_path)
+    assert_one_line_error(result, needle)
+    assert not (tmp_path / "tpsbench-results.db").exists()
+
+
 def test_build_takes_sysbench_spelling_and_the_flags_beat_dash_o(tmp_path: Path) -> None:
     """`build sysbench --tables N --table-size M`, as sysbench prepare takes them; a flag
     given wins over the same option given with -o."""

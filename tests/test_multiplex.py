@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import select
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from tpsbench.measure.reports import IntervalReport
 from tpsbench.engine.multiplex import DRAW_AHEAD, Multiplexer
 from tpsbench.core.session import RunContext
 from tpsbench.targets import open_target
+from tpsbench.targets.mysqlprepared import PreparedCursor
 from tpsbench.workloads.tpcc import USERS_PER_WORKER, TpccWorkload
 from tpsbench.workloads.tpcc.checks import CHECKS
 from tpsbench.workloads.tpcc.counts import database_counts, expected_counts
@@ -115,9 +117,28 @@ def commits(report: IntervalReport) -> dict[str, int]:
     return {name: txn.commits for name, txn in report.txns.items()}
 
 
-def test_hosted_users_commit_exactly_what_the_database_shows(server: Db) -> None:
+class AnsweredAsSent(PreparedCursor):
+    """MySQL's prepared path with every answer waited for inside ``send_encoded``: what
+    happens now and then when the server, on a core of its own, answers before libmariadb
+    first reads. Every statement then takes the shared thread's path for answers in already."""
+
+    def send_encoded(self, encoded: Any) -> bool:
+        if not super().send_encoded(encoded):
+            while not self.receive():
+                select.select([self.fileno()], [], [], 5.0)
+        return True
+
+
+@pytest.mark.parametrize("answered_as_sent", [False, True], ids=["waited", "answered-as-sent"])
+def test_hosted_users_commit_exactly_what_the_database_shows(server: Db, answered_as_sent: bool) -> None:
     before = database_counts(server.conn)
-    with Hosting(server, 6) as hosting:
+    hosting = Hosting(server, 6)
+    if answered_as_sent:
+        if not isinstance(hosting.sessions[0].transaction_cursor, PreparedCursor):
+            pytest.skip("answers read as they are sent: MySQL's prepared statements only")
+        for session in hosting.sessions:
+            session.transaction_cursor.__class__ = AnsweredAsSent
+    with hosting:
         time.sleep(2.0)
         report = hosting.finish()
     after = database_counts(server.conn)

@@ -5,6 +5,7 @@ the servers' own counters and against sysbench's own summary on tables sysbench 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
 import re
@@ -28,7 +29,7 @@ from tpsbench.core.workload import LoadParams, LoadTask
 from tpsbench.core.errors import TpsbenchError
 from conftest import schema_file, sql_dialects
 from tpsbench.core.schema import split_ddl
-from tpsbench.targets import open_target
+from tpsbench.targets import libmariadb, open_target
 from tpsbench.workloads import get_workload
 from tpsbench.commands.build import build
 from tpsbench.workloads.sysbench import SysbenchWorkload
@@ -160,6 +161,9 @@ def test_declared_defaults_parse_and_bad_options_are_one_line_errors() -> None:
         assert "\n" not in str(info.value)
     assert parse_options({"think": "off"}).mode == "oltp_read_write"  # engine options pass through
     assert parse_options({"client": "dbapi"}).client == "dbapi"
+    assert parse_options({"client": "prepared"}).client == "prepared"
+    with pytest.raises(TpsbenchError, match="--client must be one of fast, prepared, text, dbapi"):
+        parse_options({"client": "binary"})
 
 
 def test_statements_are_oltp_common_lua_statements() -> None:
@@ -408,7 +412,8 @@ def test_postgresql_counters_match_every_mode(sb_pg: str) -> None:
 def test_mariadb_session_status_matches_every_mode(sb_mysql: str) -> None:
     url = mysql_url(sb_mysql)
     prepare(url, TABLES, SIZE, seed=2)
-    names = ("Com_select", "Com_insert", "Com_update", "Com_delete", "Com_begin", "Com_commit")
+    names = ("Com_select", "Com_insert", "Com_update", "Com_delete", "Com_begin", "Com_commit", "Com_stmt_prepare",
+             "Com_stmt_execute")
 
     def status(conn: Any) -> dict[str, int]:
         cur = conn.cursor()
@@ -417,7 +422,12 @@ def test_mariadb_session_status_matches_every_mode(sb_mysql: str) -> None:
         cur.close()
         return values
 
-    for mode, extra in VARIANTS:
+    # on mysqlclient the default path is prepared statements (libmariadb at hand), and text beside it
+    paths = open_target(url).client_paths()
+    if importlib.util.find_spec("MySQLdb") is not None:
+        assert paths == ("prepared", "text"), libmariadb.unavailable()
+    text = [("oltp_read_write", {"client": "text"}), ("oltp_point_select", {"client": "text"})] if paths else []
+    for mode, extra in [*text, *VARIANTS]:  # before oltp_delete's holes
         _, session = open_session(url, mode, extra)
         before = status(session.conn)
         inputs = run_transactions(session, 20)
@@ -425,7 +435,13 @@ def test_mariadb_session_status_matches_every_mode(sb_mysql: str) -> None:
         delta = {k[4:].upper(): after[k] - before[k] for k in names}
         sent = expected_statements(inputs)
         trx = 20 if session.plan.transactional else 0
-        assert delta == {**sent, "BEGIN": trx, "COMMIT": trx}, (mode, extra)
+        # prepared: each distinct statement prepared once on the connection, every one executed
+        # as such (BEGIN and COMMIT too, as sysbench sends them); text and DB-API: none
+        prepared = session.client == "prepared"
+        distinct = len({sql for t in inputs for sql, _ in t}) if prepared else 0
+        executed = sum(len(t) for t in inputs) if prepared else 0
+        assert delta == {**sent, "BEGIN": trx, "COMMIT": trx, "STMT_PREPARE": distinct, "STMT_EXECUTE": executed}, \
+            (mode, extra)
         if mode != "oltp_delete":
             mix = statement_mix(parse_options({"mode": mode, **extra}))
             assert session.statement_counts == {k: 20 * v for k, v in mix.items()}, (mode, extra)

@@ -14,7 +14,7 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -65,6 +65,7 @@ class Db:
     ctx: RunContext
     conn: Any  # a probe connection for reading what the transactions did
     opened: list[Any]  # connections of the sessions, closed with the database
+    options: dict[str, str] = field(default_factory=dict)  # run options of every session (--client)
 
     def rows(self, sql: str, *params: object) -> list[tuple]:
         """Rows of ``sql`` (written with ``?``), read in a transaction of their own."""
@@ -89,7 +90,7 @@ class Db:
 
     def session(self, user_id: int = 0, **options: str) -> TpccSession:
         ctx = RunContext(self.ctx.workload, self.url, self.ctx.scale, self.ctx.seed, self.ctx.constants,
-                         {"think": "off", "procedures": "off", **options})
+                         {"think": "off", "procedures": "off", **self.options, **options})
         return TpccSession(ctx, user_id, 4, self.connect(), self.target)
 
 
@@ -97,9 +98,11 @@ class Db:
     "sqlite",
     pytest.param("postgresql", marks=pytest.mark.postgresql),
     pytest.param("mysql", marks=pytest.mark.mysql),
+    pytest.param("mysql-text", marks=pytest.mark.mysql),
 ])
 def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Db]:
-    backend = request.param
+    """Each database; on MySQL/MariaDB both statement paths, prepared (the default) and text."""
+    backend, _, path = request.param.partition("-")
     if backend == "sqlite":
         scratch: Iterator[str] = iter([f"sqlite:///{tmp_path_factory.mktemp('tpcc') / 'tpcc.db'}"])
     else:
@@ -108,10 +111,12 @@ def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
     try:
         build("tpcc", SCALE, url, workers=2, seed=SEED, load_time=LOAD_TIME, show_progress=False)
         target = open_target(url)
+        if path and path not in target.client_paths():
+            _unavailable(f"--client {path}", target.client_path_missing(path))
         meta = read_meta(target, "tpcc")
         constants = {k.removeprefix("const_"): int(v) for k, v in meta.items() if k.startswith("const_")}
         ctx = RunContext("tpcc", url, int(meta["scale"]), 99, constants, {"think": "off"})
-        probe = Db(url, target, ctx, target.connect(), [])
+        probe = Db(url, target, ctx, target.connect(), [], {"client": path} if path else {})
         try:
             yield probe
         finally:

@@ -166,6 +166,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
                   options={o.name: config.options[o.name] for o in wl.build_options if config.options.get(o.name)})
     options = {**{o.name: o.default for o in wl.run_options}, **config.options}
     wl.configure(options)  # first: the schema is verified for the options (sysbench's --tables)
+    if "client" in options:  # a statement path the database lacks: one line now, not one per user
+        target.client_path(str(options["client"]))
     meta = wl.verify_schema(target)
     seed = config.seed if config.seed is not None else secrets.randbelow(2**31)
     ctx = RunContext(

@@ -23,6 +23,16 @@ from typing import Any, Protocol, runtime_checkable
 #: one statement to send: SQL text (``%s`` or ``?`` markers, the target's) and its parameters
 Statement = tuple[str, Sequence[Any]]
 
+#: what ``--client`` takes: the target's default path below DB-API, prepared statements,
+#: text statements, or the driver's DB-API cursor (Target.client_path)
+CLIENT_CHOICES = ("fast", "prepared", "text", "dbapi")
+CLIENT_HELP = ("'fast': the target's own statement path below DB-API, the one that costs the server least"
+               " (prepared statements on PostgreSQL, and on MySQL/MariaDB where libmariadb is at hand, else text);"
+               " 'prepared': statements prepared once per connection and executed with bound values"
+               " (binary protocol on MySQL/MariaDB, as sysbench sends them); 'text': values rendered into the"
+               " statement, which the server parses each time (MySQL/MariaDB); 'dbapi': the driver's DB-API"
+               " cursor (several times the client CPU). Same statements and transactions on every path.")
+
 #: kinds of statements, as sysbench's drivers split "queries performed": READ returned a
 #: result set, WRITE changed at least one row, OTHER is the rest (BEGIN, COMMIT, and DML
 #: that matched nothing); KINDS names them by index
@@ -60,11 +70,14 @@ class SendingCursor(Protocol):
     transaction's first statement can be encoded ahead of its turn); the answer has
     begun once ``fileno()`` is readable, and ``receive()`` reads what arrived, True once
     the whole result is in (errors are raised there, as ``execute`` would raise them).
+    ``send_encoded`` returns True where the answer came in as it sent (libmariadb reads
+    at once, and a server on a core of its own can be that quick): it has read it, so
+    the socket will not turn readable for it and ``receive()`` is not called.
     """
 
     def encode(self, sql: str, params: Any = ()) -> Any: ...
 
-    def send_encoded(self, encoded: Any) -> None: ...
+    def send_encoded(self, encoded: Any) -> bool | None: ...
 
     def fileno(self) -> int: ...
 

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
 from tpsbench.core.batch import Batch
-from tpsbench.core.cursor import CountingCursor, DbapiCountingCursor, FastCursor
+from tpsbench.core.cursor import CLIENT_CHOICES, CountingCursor, DbapiCountingCursor, FastCursor
 from tpsbench.core.errors import TpsbenchError, first_line
 from tpsbench.core.redact import safe_url, scrub_text, secrets_of
 from tpsbench.core.sql import SqlDialect
@@ -228,15 +228,41 @@ class Target:
         """
         conn.autocommit = True
 
-    def fast_cursor(self, conn: Any) -> FastCursor | None:
-        """A cursor for a virtual user's hot path one layer below DB-API, or None where
-        the target has none (the session then uses the driver's cursor)."""
+    def client_paths(self) -> tuple[str, ...]:
+        """The statement paths this target has below DB-API for ``--client``, the default
+        first: "prepared" (statements prepared once per connection, executed with bound
+        values) and "text" (values rendered into the statement, parsed by the server each
+        time); empty where the driver's cursor is the only path."""
+        return ()
+
+    def client_path(self, choice: str) -> str:
+        """The path ``--client choice`` means here: "fast" is the target's default (else
+        "dbapi"); a path the target lacks is a one-line error that names the ones it has."""
+        paths = self.client_paths()
+        if choice == "fast":
+            return paths[0] if paths else "dbapi"
+        if choice == "dbapi" or choice in paths:
+            return choice
+        if choice not in CLIENT_CHOICES:
+            raise TpsbenchError(f"--client must be one of {', '.join(CLIENT_CHOICES)}, got {choice!r}")
+        have = ", ".join((*paths, "dbapi"))
+        why = self.client_path_missing(choice)
+        raise TpsbenchError(f"--client {choice}: not on {self.describe()}{f' ({why})' if why else ''}; use {have}")
+
+    def client_path_missing(self, choice: str) -> str:
+        """Why this target has no ``choice`` path, for the error; empty if there is no more to say."""
+        return ""
+
+    def fast_cursor(self, conn: Any, path: str = "fast") -> FastCursor | None:
+        """A cursor for a virtual user's hot path one layer below DB-API on ``path`` (one
+        of :meth:`client_paths`, "fast" for the default), or None where the target has
+        none (the session then uses the driver's cursor)."""
         return None
 
-    def counting_cursor(self, conn: Any, fast: bool = True) -> CountingCursor:
+    def counting_cursor(self, conn: Any, path: str = "fast") -> CountingCursor:
         """A cursor that drops result rows unread and tells each statement's kind, for
-        workloads that count statements as sysbench does; ``fast``: the target's own
-        where it has one, else DB-API's."""
+        workloads that count statements as sysbench does; on ``path`` (as for
+        :meth:`fast_cursor`), DB-API's cursor for "dbapi" and where the target has no other."""
         return DbapiCountingCursor(conn)
 
     def table_names(self) -> set[str]:

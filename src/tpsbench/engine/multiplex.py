@@ -107,6 +107,9 @@ class Multiplexer:
         #: users by socket: all of them, and those waiting for a result
         self.hosted: dict[int, Hosted] = {}
         self.in_flight: dict[int, Hosted] = {}
+        #: users whose statement was answered as it was sent (SendingCursor.send_encoded),
+        #: their socket drained already: resumed on the thread's next pass, never waited on
+        self.ready: deque[Hosted] = deque()
         #: (due on the monotonic clock, tie-breaker, user, what to do then): keying and think times
         self.timers: list[tuple[float, int, Hosted, Callable[[Hosted], None]]] = []
         self.order = itertools.count()
@@ -165,6 +168,7 @@ class Multiplexer:
     # -- the shared thread ------------------------------------------------------------
     def serve(self) -> None:
         poll, in_flight, timers, stop, bell = self.poller.poll, self.in_flight, self.timers, self.stop.is_set, self.bell
+        ready = self.ready
         try:
             while True:
                 while self.inbox:
@@ -174,9 +178,9 @@ class Multiplexer:
                     for _, _, slot, _ in timers:  # waiting for a keying or think time
                         self.release(slot)
                     timers.clear()
-                    if not in_flight or self.abandon:
+                    if not in_flight and not ready or self.abandon:
                         break
-                timeout = max(timers[0][0] - time.monotonic(), 0.0) if timers else -1.0
+                timeout = 0.0 if ready else max(timers[0][0] - time.monotonic(), 0.0) if timers else -1.0
                 for fd, _ in poll(timeout):
                     slot = in_flight.pop(fd, None)
                     if slot is not None:
@@ -185,6 +189,8 @@ class Multiplexer:
                         os.eventfd_read(bell)
                     else:
                         self.quiet(fd)
+                for _ in range(len(ready)):  # those answered since: the next pass takes theirs
+                    self.advance(ready.popleft(), None)
                 if timers:
                     now = time.monotonic()
                     while timers and timers[0][0] <= now:
@@ -309,14 +315,17 @@ class Multiplexer:
         statement's error, handed to the transaction."""
         cur = slot.cur
         try:
-            cur.send_encoded(slot.encoded if statement is None else cur.encode(*statement))
+            answered = cur.send_encoded(slot.encoded if statement is None else cur.encode(*statement))
             if not slot.armed:
                 self.poller.modify(slot.fd, select.EPOLLIN)
                 slot.armed = True
         except Exception as exc:  # noqa: BLE001 - the transaction sees it as its statement's error
             self.advance(slot, exc)
             return
-        self.in_flight[slot.fd] = slot
+        if answered:
+            self.ready.append(slot)
+        else:
+            self.in_flight[slot.fd] = slot
 
     def complete(self, slot: Hosted) -> None:
         """The socket is readable: take the result if it is whole, else wait again."""
@@ -363,6 +372,8 @@ class Multiplexer:
     def release(self, slot: Hosted) -> None:
         """Hand the user back to its thread (the step is over, or its connection is lost)."""
         self.in_flight.pop(slot.fd, None)
+        with contextlib.suppress(ValueError):  # answered as sent, not yet resumed
+            self.ready.remove(slot)
         if self.hosted.get(slot.fd) is slot:
             del self.hosted[slot.fd]
         with contextlib.suppress(OSError, ValueError):  # a closed socket has left epoll already

@@ -175,12 +175,18 @@ class PostgresTarget(Target):
         conn.rollback()
         conn.autocommit = True
 
-    def fast_cursor(self, conn: Any) -> LibpqCursor:
+    def client_paths(self) -> tuple[str, ...]:
+        return ("prepared",)
+
+    def client_path_missing(self, choice: str) -> str:
+        return "libpq's statements here are prepared ones" if choice == "text" else ""
+
+    def fast_cursor(self, conn: Any, path: str = "fast") -> LibpqCursor:
         """A cursor for a virtual user's hot path: libpq prepared statements (see LibpqCursor)."""
         return LibpqCursor(conn)
 
-    def counting_cursor(self, conn: Any, fast: bool = True) -> CountingCursor:
-        return LibpqCountingCursor(conn) if fast else super().counting_cursor(conn)
+    def counting_cursor(self, conn: Any, path: str = "fast") -> CountingCursor:
+        return LibpqCountingCursor(conn) if path != "dbapi" else super().counting_cursor(conn)
 
 
 @cache

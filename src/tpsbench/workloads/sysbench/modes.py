@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
+from tpsbench.core.cursor import CLIENT_CHOICES, CLIENT_HELP
 from tpsbench.core.delays import ENGINE_OPTIONS
 from tpsbench.core.workload import Option
 from tpsbench.core.errors import TpsbenchError
@@ -56,7 +57,7 @@ class SysbenchOptions:
     random_points: int = 10
     number_of_ranges: int = 10
     delta: int = 5
-    #: "fast": the driver's low-level path (driver.py); "dbapi": plain cursor.execute
+    #: the statement path: "fast" (the target's default), "prepared", "text" or "dbapi" (Target.client_path)
     client: str = "fast"
     rand: RandParams = field(default_factory=RandParams)
 
@@ -107,8 +108,8 @@ def parse_options(options: Mapping[str, str | int | float | bool]) -> SysbenchOp
                 raise TpsbenchError(f"unknown sysbench mode {text!r}; known: {', '.join(MODES)}")
             values["mode"] = mode
         elif key == "client":
-            if text not in ("fast", "dbapi"):
-                raise TpsbenchError(f"--client must be fast or dbapi, got {text!r}")
+            if text not in CLIENT_CHOICES:
+                raise TpsbenchError(f"--client must be one of {', '.join(CLIENT_CHOICES)}, got {text!r}")
             values["client"] = text
         elif key in _RAND_KEYS:
             target = _RAND_KEYS[key]
@@ -212,9 +213,7 @@ RUN_OPTIONS = (
     Option("random_points", "10", "select_random_points: values in the IN list"),
     Option("number_of_ranges", "10", "select_random_ranges: BETWEEN ranges per SELECT"),
     Option("delta", "5", "select_random_ranges: width of each range"),
-    Option("client", "fast", "'fast': libpq prepared statements / mysqlclient's C calls, results left unread as "
-           "sysbench leaves them; 'dbapi': the driver's cursor.execute (several times the client CPU)",
-           ("fast", "dbapi")),
+    Option("client", "fast", CLIENT_HELP + " Results are read and dropped, as sysbench drops them.", CLIENT_CHOICES),
 )
 #: ``tpsbench build sysbench`` flags (the scale is the number of tables)
 BUILD_OPTIONS = (

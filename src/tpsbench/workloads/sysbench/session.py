@@ -47,7 +47,7 @@ class SysbenchSession(Session):
     """A user of one sysbench mode on one connection (autocommit; BEGIN/COMMIT sent as statements)."""
 
     def __init__(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target,
-                 options: SysbenchOptions | None = None, fast: bool | None = None) -> None:
+                 options: SysbenchOptions | None = None) -> None:
         super().__init__(ctx, user_id, users, conn, target)
         opts = options if options is not None else parse_options(ctx.options)
         self.opts = opts
@@ -58,7 +58,8 @@ class SysbenchSession(Session):
         self.rand = SbRand(random.Random(f"sysbench/{ctx.seed}/{opts.mode}/{user_id}"), opts.rand)
         self.sql: SqlSet = sql_set(target.sql, target.placeholder(), self.tables,
                                    opts.random_points, opts.number_of_ranges)
-        self.fast = opts.client == "fast" if fast is None else fast
+        #: the statement path (--client): one of the target's, or "dbapi"
+        self.client = target.client_path(opts.client)
         # select_random_*.lua: each thread works on its own slice of k values
         self.slice_len = self.table_size / max(users, 1)
         self.slice_no = user_id % max(users, 1)
@@ -91,7 +92,7 @@ class SysbenchSession(Session):
             self.runner.close()
         self.conn = conn
         self.target.set_autocommit(conn)  # BEGIN and COMMIT are statements of their own, as sysbench sends them
-        self.runner = self.transaction_cursor = self.target.counting_cursor(conn, self.fast)  # type: ignore[assignment]
+        self.runner = self.transaction_cursor = self.target.counting_cursor(conn, self.client)  # type: ignore[assignment]
 
     def next_transaction(self) -> str:
         return self.mode

@@ -20,8 +20,9 @@ transaction is one round trip (procedures.py); ``off`` runs the statement path b
 Statements go through the target's fast cursor where it has one (run option
 ``client=fast``, the default): on PostgreSQL libpq's prepared statements, each prepared
 once per connection and kept for the connection's life, BEGIN sent together with a
-transaction's first statement; on MariaDB/MySQL with mysqlclient its C connection's
-``query``. Same statements, same transactions; about half the client CPU per
+transaction's first statement; on MariaDB/MySQL with mysqlclient its connection's
+server-side prepared statements (``client=prepared``, targets/mysqlprepared.py), or its
+``query`` of the statement as text (``client=text``). Same statements, same transactions; about half the client CPU per
 transaction (bench/results/engine_tpcc.txt). ``client=dbapi`` uses the driver's DB-API
 cursor instead: on psycopg the connection's ``prepare_threshold`` is set to 0, which
 makes psycopg prepare each statement on its first execution, and Python ints are sent
@@ -37,6 +38,7 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tpsbench.core.cursor import CLIENT_CHOICES, CLIENT_HELP
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.procedures import PROCEDURE_MODES, wants_procedures
 from tpsbench.core.session import RunContext, Session, Statement
@@ -52,15 +54,12 @@ from tpsbench.workloads.tpcc.sql import Statements, statements
 PREPARED_MAX = 256
 #: values of the run options this session reads
 WAREHOUSE_MODES = ("home", "all")
-CLIENT_PATHS = ("fast", "dbapi")
 DELIVERY_MODES = ("inline", "deferred")
 #: the run options a TPC-C session reads, for the workload to declare (``tpsbench run tpcc --help``)
 RUN_OPTIONS = (
     Option("warehouses", "home", "'home': each user keeps one warehouse; 'all': every transaction picks one"
            " at random (HammerDB's all-warehouses mode).", WAREHOUSE_MODES),
-    Option("client", "fast", "'fast': the target's low-level statement path where it has one (libpq prepared"
-           " statements, mysqlclient's C query); 'dbapi': the driver's DB-API cursor. Same statements and"
-           " transactions either way; 'fast' costs the client less CPU.", CLIENT_PATHS),
+    Option("client", "fast", CLIENT_HELP, CLIENT_CHOICES),
     Option("procedures", "auto", "'on': New-Order, Payment and Delivery are each one call of a stored"
            " procedure (installed at the start of the run), as HammerDB runs TPC-C: one round trip per"
            " transaction, so the driver takes little CPU from the database; 'off': the driver sends each"
@@ -112,10 +111,8 @@ class TpccSession(Session):
         if mode not in WAREHOUSE_MODES:
             raise TpsbenchError(f"TPC-C option warehouses={mode!r}: use one of {', '.join(WAREHOUSE_MODES)}")
         self.all_warehouses = mode == "all"
-        client = ctx.options.get("client", "fast")
-        if client not in CLIENT_PATHS:
-            raise TpsbenchError(f"TPC-C option client={client!r}: use one of {', '.join(CLIENT_PATHS)}")
-        self.fast = client == "fast"
+        #: the statement path (--client): one of the target's, or "dbapi"
+        self.client = target.client_path(ctx.options.get("client", "fast"))
         #: TPC-C's own keying and think times (--think spec), else the engine's draws
         self.spec_keying, self.spec_think = self.keying_delay.kind == "spec", self.think_delay.kind == "spec"
         self.home_w = user_id % ctx.scale + 1
@@ -201,7 +198,7 @@ class TpccSession(Session):
         statements (psycopg's cursor) or take a plain cursor."""
         self.conn = conn
         # first: it reads what a kept connection holds
-        cur = self.target.fast_cursor(conn) if self.fast else None
+        cur = self.target.fast_cursor(conn, self.client) if self.client != "dbapi" else None
         if self.procedures:
             self.target.set_autocommit(conn)  # each call is its own transaction
         if cur is not None:
