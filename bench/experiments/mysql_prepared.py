@@ -62,15 +62,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the modules shared with it
 from servers import add_url_options, mysql_args  # type: ignore[import-not-found]
+from cpu_meter import Meter, SplitCores, cpu_text, parse_cpus  # type: ignore[import-not-found]
 from vs_sysbench import (  # type: ignore[import-not-found]
     DB,
     TABLE_SIZE,
     TABLES,
-    Meter,
-    SplitCores,
-    cpu_text,
     ensure_sysbench,
-    parse_cpus,
     prepare_tables,
     run_sysbench,
 )

@@ -56,12 +56,12 @@ from servers import (  # type: ignore[import-not-found]  # noqa: E402
     urls,
     with_database,
 )
+from cpu_meter import Meter  # type: ignore[import-not-found]  # noqa: E402
 from vs_sysbench import (  # type: ignore[import-not-found]  # noqa: E402
     DB,
     TABLE_SIZE,
     TABLES,
     Measured,
-    Meter,
     ensure_sysbench,
     prepare_tables,
     run_sysbench,
