@@ -146,7 +146,9 @@ class Handle:
         self.statements: dict[str, Prepared | None] = {}
         #: the statement whose CALL status is still to be read
         self.pending: Prepared | None = None
-        weakref.finalize(conn, _close_all, self.statements)
+        # not at exit: a thread given up on may still be using the connection, and the
+        # server frees a connection's statements when it closes anyway
+        weakref.finalize(conn, _close_all, self.statements).atexit = False
 
     @classmethod
     def of(cls, conn: Any) -> Handle:
