@@ -72,6 +72,7 @@ from vs_sysbench import (  # type: ignore[import-not-found]
     run_sysbench,
 )
 
+from tpsbench.targets import libmariadb
 from tpsbench.workloads.sysbench.rand import RandParams, SbRand
 
 SELECT = "SELECT c FROM sbtest%d WHERE id=%s"
@@ -80,22 +81,10 @@ SELECT = "SELECT c FROM sbtest%d WHERE id=%s"
 #: figures compare with sysbench's only on the same distribution
 IDENT = SbRand(random.Random(), RandParams()).default
 
-#: the part of libmariadb's C API the binding calls (mysql.h, mariadb_stmt.h of Connector/C 3.3);
-#: MYSQL_BIND spelled out field by field, since ABI mode takes the layout from here
-CDEF = """
-typedef struct st_mysql MYSQL;
-typedef struct st_mysql_stmt MYSQL_STMT;
-typedef signed char my_bool;  /* char in C; signed char so that cffi gives an int, not bytes */
-typedef struct st_mysql_bind {
-    unsigned long *length; my_bool *is_null; void *buffer; my_bool *error; void *u;
-    void *store_param_func; void *fetch_result; void *skip_result;
-    unsigned long buffer_length; unsigned long offset; unsigned long length_value;
-    unsigned int flags; unsigned int pack_length; int buffer_type;
-    my_bool error_value; my_bool is_unsigned; my_bool long_data_used; my_bool is_null_value;
-    void *extension;
-} MYSQL_BIND;
+#: the part of libmariadb's C API the binding calls: tpsbench's (targets/libmariadb.py),
+#: and the connecting and non-blocking calls this experiment makes itself
+CDEF = libmariadb.CDEF + """
 MYSQL *mysql_init(MYSQL *mysql);
-int mysql_options(MYSQL *mysql, int option, const void *arg);
 MYSQL *mysql_real_connect(MYSQL *mysql, const char *host, const char *user, const char *passwd,
                           const char *db, unsigned int port, const char *unix_socket, unsigned long flags);
 int mysql_real_connect_start(MYSQL **ret, MYSQL *mysql, const char *host, const char *user, const char *passwd,
@@ -103,20 +92,7 @@ int mysql_real_connect_start(MYSQL **ret, MYSQL *mysql, const char *host, const 
 int mysql_real_connect_cont(MYSQL **ret, MYSQL *mysql, int status);
 unsigned int mysql_errno(MYSQL *mysql);
 const char *mysql_error(MYSQL *mysql);
-int mysql_get_socket(MYSQL *mysql);
 void mysql_close(MYSQL *mysql);
-MYSQL_STMT *mysql_stmt_init(MYSQL *mysql);
-int mysql_stmt_prepare(MYSQL_STMT *stmt, const char *query, unsigned long length);
-my_bool mysql_stmt_bind_param(MYSQL_STMT *stmt, MYSQL_BIND *bnd);
-int mysql_stmt_execute(MYSQL_STMT *stmt);
-int mysql_stmt_store_result(MYSQL_STMT *stmt);
-unsigned long long mysql_stmt_num_rows(MYSQL_STMT *stmt);
-my_bool mysql_stmt_free_result(MYSQL_STMT *stmt);
-my_bool mysql_stmt_close(MYSQL_STMT *stmt);
-unsigned int mysql_stmt_errno(MYSQL_STMT *stmt);
-const char *mysql_stmt_error(MYSQL_STMT *stmt);
-int mysql_stmt_execute_start(int *ret, MYSQL_STMT *stmt);
-int mysql_stmt_execute_cont(int *ret, MYSQL_STMT *stmt, int status);
 int mysql_stmt_store_result_start(int *ret, MYSQL_STMT *stmt);
 int mysql_stmt_store_result_cont(int *ret, MYSQL_STMT *stmt, int status);
 """
