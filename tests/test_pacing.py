@@ -120,8 +120,13 @@ def test_a_stall_shows_in_the_paced_latency_and_the_trace_recomputes_it(sysbench
     steady = [(int(r["end_ns"]) - int(r["scheduled_ns"])) / 1e6 for r in rows
               if 1e9 <= int(r["end_ns"]) < 13e9]
     assert abs(len(steady) - summary.latency.count) <= 8  # the interval cuts: in-flight ones land apart
+    # up to 8 of ~2,400 transactions on one side only move a percentile's rank by a third
+    # of a point; on the stall's ramp (about 5 ms a rank near p90) that alone is over 1 %
+    # of the value, so the stored value must lie within half a point of rank of the
+    # trace's, give or take the histogram's 1 %
     for p, stored in ((50, summary.latency.p50), (90, summary.latency.p90), (99, summary.latency.p99)):
-        assert percentile(steady, p) == pytest.approx(stored, rel=0.01), p
+        low, high = percentile(steady, p - 0.5), percentile(steady, min(p + 0.5, 100.0))
+        assert low * 0.99 <= stored <= high * 1.01, (p, low, stored, high)
 
 
 @pytest.mark.slow
