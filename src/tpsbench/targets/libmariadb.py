@@ -20,6 +20,7 @@ its parameters bound once to C buffers that each execute only refills.
 from __future__ import annotations
 
 import ctypes
+import datetime
 import fcntl
 import os
 import select
@@ -342,8 +343,8 @@ def _setter(ffi: Any, bind: Any, kind: type | None, value: Any, keep: list[Any])
             return True
 
         return put_number
-    encode = _TEXT_OF.get(kind, str)
-    size = max(64, 2 * len(_as_bytes(encode(value)))) if value is not None else 64
+    encode = _bytes_of(kind)
+    size = max(64, 2 * len(encode(value))) if value is not None else 64
     buf, length = ffi.new("char[]", size), ffi.new("unsigned long[1]")
     bind.buffer, bind.buffer_length, bind.length = buf, size, length
     bind.buffer_type = T_BLOB if kind is bytes else (T_NEWDECIMAL if kind is Decimal else T_STRING)
@@ -356,7 +357,7 @@ def _setter(ffi: Any, bind: Any, kind: type | None, value: Any, keep: list[Any])
             return True
         if type(v) is not kind:
             return False
-        data = _as_bytes(encode(v))
+        data = encode(v)
         if len(data) > size:
             return False
         null[0] = 0
@@ -367,11 +368,14 @@ def _setter(ffi: Any, bind: Any, kind: type | None, value: Any, keep: list[Any])
     return put
 
 
-#: how a value of a type other than int, float and None goes: as text (the server converts
-#: it to the column's type, as it does a literal); dates with a space, as MySQL writes them
-_TEXT_OF: dict[type, Callable[[Any], Any]] = {bytes: bytes, str: str, Decimal: str}
-
-
-def _as_bytes(value: Any) -> bytes:
-    return value if isinstance(value, bytes) else (value.isoformat(" ") if hasattr(value, "hour") and
-                                                   hasattr(value, "day") else str(value)).encode()
+def _bytes_of(kind: type) -> Callable[[Any], bytes]:
+    """How a value of ``kind`` (not int, float or None) goes, chosen once at bind time
+    rather than at every execute: as text, which the server converts to the column's
+    type as it converts a literal; dates with a space, as MySQL writes them."""
+    if kind is bytes:
+        return bytes
+    if kind is str:
+        return str.encode
+    if issubclass(kind, datetime.datetime):
+        return lambda v: v.isoformat(" ").encode()
+    return lambda v: str(v).encode()  # Decimal, date, time and the rest
