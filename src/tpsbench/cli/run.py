@@ -236,6 +236,7 @@ def run() -> None:
       tpsbench run tpce --users 1,20,50 --db sqlite:///tpce.db
       tpsbench run tpce --users 20 --db postgresql://postgres@127.0.0.1/tpce --procedures off   # statements, not calls
       tpsbench run custom --file docs/examples/order_entry.toml --users 1,8
+      tpsbench run sysbench --mode oltp_point_select --client text --db mysql://root@127.0.0.1/sbtest   # not prepared
       tpsbench run tpcc --force     # even while another run is active on the database
       TPSBENCH_WORKLOADS=~/my-workloads tpsbench run kvtoy   # a workload of your own
     """
