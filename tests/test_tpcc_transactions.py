@@ -377,6 +377,30 @@ def test_delivery_skips_a_district_without_new_orders(db: Db, mode: str) -> None
         conn.close()
 
 
+def test_a_delivery_waits_for_a_concurrent_one_and_takes_the_next_orders(db: Db, mode: str) -> None:
+    """A Delivery of warehouse 1 held open in another transaction has taken each
+    district's oldest order; ours waits for it to commit and then delivers each district's
+    next oldest order, skipping none (PostgreSQL: the holder is its function, called in a
+    transaction left open)."""
+    if db.target.dialect != "postgresql":
+        pytest.skip("a Delivery held open in a transaction is PostgreSQL's function")
+    w = 1
+    queued = db.rows("SELECT no_d_id, no_o_id FROM new_order WHERE no_w_id = ? ORDER BY no_d_id, no_o_id", w)
+    second = {d: [o for dd, o in queued if dd == d][1] for d in range(1, 11)}
+    holder = db.connect()
+    holder.cursor().execute("SELECT tpcc_delivery(%s, %s)", (w, 1))
+    session, done = db.session(procedures=mode), threading.Event()
+    worker = threading.Thread(target=lambda: (session.execute("delivery", delivery.DeliveryInputs(w, 2)), done.set()))
+    worker.start()
+    try:
+        assert not done.wait(0.5), "the Delivery did not wait for the one holding the oldest orders"
+    finally:
+        holder.commit()
+        worker.join(30)
+    out = session.last_output
+    assert done.is_set() and out.skipped == () and dict(out.delivered) == second
+
+
 def test_stock_level_counts_low_stock_items_of_the_last_20_orders(db: Db, mode: str) -> None:
     w, d, threshold = 1, 2, 15
     next_o_id = db.one("SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?", w, d)[0]

@@ -212,10 +212,10 @@ def _stock(seed: int, w: int) -> Iterator[Batch]:
             "s_i_id": np.arange(lo + 1, lo + n + 1, dtype=np.int32),
             "s_w_id": _full(n, w, np.int32),
             "s_quantity": quantity,
-            **{f"s_dist_{k + 1:02d}": dist[:, k] for k in range(10)},
             "s_ytd": zeros,
             "s_order_cnt": zeros,
             "s_remote_cnt": zeros,
+            **{f"s_dist_{k + 1:02d}": dist[:, k] for k in range(10)},
             "s_data": s_data,
         })
 

@@ -110,10 +110,14 @@ CREATE TABLE item (
     PRIMARY KEY (i_id)
 );
 
+-- The four columns New-Order updates side by side (postgresql.sql says why).
 CREATE TABLE stock (
     s_i_id       INT          NOT NULL,
     s_w_id       INT          NOT NULL,
     s_quantity   SMALLINT     NOT NULL,
+    s_ytd        INT          NOT NULL,
+    s_order_cnt  INT          NOT NULL,
+    s_remote_cnt INT          NOT NULL,
     s_dist_01    CHAR(24)     NOT NULL,
     s_dist_02    CHAR(24)     NOT NULL,
     s_dist_03    CHAR(24)     NOT NULL,
@@ -124,9 +128,6 @@ CREATE TABLE stock (
     s_dist_08    CHAR(24)     NOT NULL,
     s_dist_09    CHAR(24)     NOT NULL,
     s_dist_10    CHAR(24)     NOT NULL,
-    s_ytd        INT          NOT NULL,
-    s_order_cnt  INT          NOT NULL,
-    s_remote_cnt INT          NOT NULL,
     s_data       VARCHAR(50)  NOT NULL,
     PRIMARY KEY (s_w_id, s_i_id)
 );

@@ -113,10 +113,14 @@ CREATE TABLE item (
     PRIMARY KEY (i_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
+-- The four columns New-Order updates side by side (postgresql.sql says why).
 CREATE TABLE stock (
     s_i_id       INTEGER      NOT NULL,
     s_w_id       INTEGER      NOT NULL,
     s_quantity   SMALLINT     NOT NULL,
+    s_ytd        INTEGER      NOT NULL,
+    s_order_cnt  INTEGER      NOT NULL,
+    s_remote_cnt INTEGER      NOT NULL,
     s_dist_01    CHAR(24)     NOT NULL,
     s_dist_02    CHAR(24)     NOT NULL,
     s_dist_03    CHAR(24)     NOT NULL,
@@ -127,9 +131,6 @@ CREATE TABLE stock (
     s_dist_08    CHAR(24)     NOT NULL,
     s_dist_09    CHAR(24)     NOT NULL,
     s_dist_10    CHAR(24)     NOT NULL,
-    s_ytd        INTEGER      NOT NULL,
-    s_order_cnt  INTEGER      NOT NULL,
-    s_remote_cnt INTEGER      NOT NULL,
     s_data       VARCHAR(50)  NOT NULL,
     PRIMARY KEY (s_w_id, s_i_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
