@@ -3,11 +3,14 @@
 For PostgreSQL and MariaDB: sysbench prepares 10 x 100,000 rows in a ``tpsb_sb_bench``
 database, then for oltp_point_select, oltp_read_only and oltp_read_write sysbench runs 30 s
 at 8 threads and tpsbench 30 s at 8 users (through the engine, on the tables sysbench
-prepared), one after the other, ``--repeat`` times with the order alternating. Printed per
-mode: both mean TPS, the ratio tpsbench/sysbench (of the means, and of each pair), and
-what each side cost per transaction: client CPU (the client processes: sysbench, or the
-engine's coordinator and workers) and server CPU (PostgreSQL: the backends serving the
-benchmark database; MariaDB: the whole mariadbd). On a 2-core machine the client's CPU
+prepared), one after the other, ``--repeat`` times with the order alternating. Before every
+run, whichever tool's, the server is brought to rest (bench/settle.py: PostgreSQL's tables
+vacuumed and a checkpoint, InnoDB's dirty pages flushed and its purge caught up), so that
+no run pays for the writes of the one before it. Printed per mode: both mean TPS, the
+ratio tpsbench/sysbench (of the means, and of each pair), and what each side cost per
+transaction: client CPU (the client processes: sysbench, or the engine's coordinator and
+workers) and server CPU (PostgreSQL: the backends serving the benchmark database;
+MariaDB: the whole mariadbd). On a 2-core machine the client's CPU
 is taken from the database, so it bounds the ratio; "other cores" shows how much of the
 machine something else used meanwhile (other work on a shared machine, and kernel time
 no process is charged for).
@@ -56,6 +59,7 @@ import psycopg
 import pymysql
 from cpu_meter import Meter, SplitCores, cpu_text, describe_split, parse_cpus  # type: ignore[import-not-found]
 from revisions import source_tree  # type: ignore[import-not-found]
+from settle import settle  # type: ignore[import-not-found]
 from servers import add_url_options, database, mysql_args, pg_conninfo, urls  # type: ignore[import-not-found]
 
 import tpsbench
@@ -128,6 +132,21 @@ def prepare_tables(binary: str, server: str, url: str) -> None:
     recreate_database(server, url)
     subprocess.run([binary, "oltp_read_write", *sysbench_args(server, url), f"--tables={TABLES}",
                     f"--table-size={TABLE_SIZE}", "--threads=2", "prepare"], check=True, capture_output=True)
+
+
+def quiet(server: str, url: str) -> None:
+    """The server at rest before a measured run (bench/settle.py): the last run's dead rows
+    vacuumed and its dirty pages written, whichever tool ran it."""
+    tables = tuple(f"sbtest{n}" for n in range(1, TABLES + 1))
+    if server == "postgresql":
+        with psycopg.connect(pg_conninfo(url), autocommit=True) as conn:
+            settle(server, conn, tables)
+        return
+    conn = pymysql.connect(**mysql_args(url), autocommit=True)
+    try:
+        settle(server, conn, tables)
+    finally:
+        conn.close()
 
 
 def run_sysbench(binary: str, server: str, url: str, mode: str, seconds: int, threads: int,
@@ -290,6 +309,7 @@ def measure_modes(args: argparse.Namespace, binary: str, server: str, url: str, 
             runs = runs[rep % len(runs):] + runs[:rep % len(runs)]  # each goes first in turn
             measured = {}
             for run in runs:
+                quiet(server, url)
                 given = {"url": url, "server": server, "mode": mode, "seconds": args.seconds, "users": args.threads,
                          "workers": args.workers, "multiplex": args.multiplex, "server_cpus": server_cpus,
                          "client": "fast" if run == BASELINE else run}
