@@ -7,7 +7,7 @@
 #
 # GITDIR: a git directory of github.com/TPC-Council/HammerDB that holds tag v4.12 (a clone, or
 # a mirror; only the folders the CLI needs are archived, since a partial copy may lack blobs
-# under Build/). Then pass --hammerdb DIR to the bench scripts, or set HAMMERDB_HOME=DIR.
+# under Build/: git may still name one such blob as invalid, which does no harm here). Then pass --hammerdb DIR to the bench scripts, or set HAMMERDB_HOME=DIR.
 #
 # Why each shim:
 # 1. HammerDB 4.12's CLI requires the chart package 'ticklecharts' at start; no chart is drawn
