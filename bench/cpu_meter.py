@@ -31,6 +31,24 @@ def _proc_cpu(pid: str) -> tuple[str, int] | None:
     return text[text.index("(") + 1:text.rindex(")")], sum(int(v) for v in rest[11:15])
 
 
+def server_ticks(server: str, db: str) -> dict[int, int]:
+    """CPU ticks so far of the server's processes serving ``db`` (PostgreSQL's backends
+    whose process title names it; MariaDB: mariadbd as a whole), by process id."""
+    found: dict[int, int] = {}
+    marker = f" {db} ".encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if server == "postgresql":
+            try:
+                if marker not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    continue
+            except OSError:
+                continue
+        cpu = _proc_cpu(pid)
+        if cpu and cpu[0] in SERVER_PROCESSES[server]:
+            found[int(pid)] = cpu[1]
+    return found
+
+
 class ServerCpu(threading.Thread):
     """CPU seconds the server spends on the benchmark database.
 
@@ -46,27 +64,13 @@ class ServerCpu(threading.Thread):
         self.base = self.total_ticks() if server == "mariadb" else 0
 
     def total_ticks(self) -> int:
-        total = 0
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            found = _proc_cpu(pid)
-            if found and found[0] in SERVER_PROCESSES[self.server]:
-                total += found[1]
-        return total
+        return sum(server_ticks(self.server, self.db).values())
 
     def run(self) -> None:
         if self.server == "mariadb":
             return
-        marker = f" {self.db} ".encode()
         while not self.stop_event.wait(0.1):
-            for pid in filter(str.isdigit, os.listdir("/proc")):
-                try:
-                    if marker not in Path(f"/proc/{pid}/cmdline").read_bytes():
-                        continue
-                except OSError:
-                    continue
-                found = _proc_cpu(pid)
-                if found and found[0] == "postgres":
-                    self.latest[pid] = found[1]
+            self.latest.update(server_ticks(self.server, self.db))
 
     def seconds(self) -> float:
         self.stop_event.set()

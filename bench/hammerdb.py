@@ -21,6 +21,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,16 @@ def locate(given: str | None) -> Path:
     if not (path / "lib" / "pgtclshim" / "pgtclshim.tcl").is_file():
         raise NotSetUp(f"HammerDB in {path} lacks the Pgtcl and mariatcl shims that Debian's Tcl needs: {how}")
     return path
+
+
+def located(given: str | None, script: str) -> Path | None:
+    """:func:`locate`, or None once ``script`` has said on stderr what is missing (the
+    caller then exits with 2)."""
+    try:
+        return locate(given)
+    except NotSetUp as missing:
+        print(f"{script}: {missing}", file=sys.stderr)
+        return None
 
 
 def _connection(server: str, url: str, dbname: str) -> list[str]:

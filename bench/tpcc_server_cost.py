@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from hammerdb import NotSetUp, locate  # type: ignore[import-not-found]
+from hammerdb import located  # type: ignore[import-not-found]
 from servers import add_url_options, pg_conninfo, with_database  # type: ignore[import-not-found]
-from vs_hammerdb import DBS, TOOLS, Database, run_hammerdb, run_tpsbench  # type: ignore[import-not-found]
+from vs_hammerdb import DBS, TOOLS, run_hammerdb, run_tpsbench  # type: ignore[import-not-found]
 
 #: transaction type -> a pattern of its top-level statement, HammerDB's or tpsbench's
 TYPES = {
@@ -165,10 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "tpcc_server_cost.txt")
     add_url_options(parser, "", servers=("postgresql",), note="; each tool's database is put into it")
     args = parser.parse_args(argv)
-    try:
-        home = locate(args.hammerdb)
-    except NotSetUp as missing:
-        print(f"tpcc_server_cost: {missing}", file=sys.stderr)
+    home = located(args.hammerdb, "tpcc_server_cost")
+    if home is None:
         return 2
     url = args.postgresql_url
     changed = ensure_preloaded(url)

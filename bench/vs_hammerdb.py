@@ -45,8 +45,8 @@ from typing import Any
 
 import psycopg
 import pymysql
-from cpu_meter import SERVER_PROCESSES, _proc_cpu, cpu_times  # type: ignore[import-not-found]
-from hammerdb import HammerDB, NotSetUp, error_lines, locate, own_result, stop  # type: ignore[import-not-found]
+from cpu_meter import cpu_times, server_ticks  # type: ignore[import-not-found]
+from hammerdb import HammerDB, error_lines, located, own_result, stop  # type: ignore[import-not-found]
 from settle import settle  # type: ignore[import-not-found]
 from servers import add_url_options, database, mysql_args, pg_conninfo, urls, with_database  # type: ignore[import-not-found]
 
@@ -96,24 +96,6 @@ class Database:
         conn = self._connect()
         with contextlib.closing(conn):
             settle(self.server, conn)
-
-
-def server_ticks(server: str, db: str) -> dict[int, int]:
-    """CPU ticks so far of the server's processes serving ``db`` (PostgreSQL's backends on
-    it; MariaDB: mariadbd as a whole), by process id."""
-    found: dict[int, int] = {}
-    marker = f" {db} ".encode()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        if server == "postgresql":
-            try:
-                if marker not in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    continue
-            except OSError:
-                continue
-        cpu = _proc_cpu(pid)
-        if cpu and cpu[0] in SERVER_PROCESSES[server]:
-            found[int(pid)] = cpu[1]
-    return found
 
 
 def session_ticks(sid: int) -> int:
@@ -244,10 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "vs_hammerdb.txt")
     add_url_options(parser, "", note="; each tool's database is put into it")
     args = parser.parse_args(argv)
-    try:
-        home = locate(args.hammerdb)
-    except NotSetUp as missing:
-        print(f"vs_hammerdb: {missing}", file=sys.stderr)
+    home = located(args.hammerdb, "vs_hammerdb")
+    if home is None:
         return 2
     sizes = [tuple(int(v) for v in size.split("x")) for size in args.sizes.split(",")]
     log_dir = Path(tempfile.mkdtemp(prefix="tpsb-vs-hammerdb-"))
