@@ -112,7 +112,7 @@ CREATE TABLE item (
 
 -- S_QUANTITY, S_YTD, S_ORDER_CNT and S_REMOTE_CNT, the four columns New-Order updates,
 -- side by side: PostgreSQL logs an update as the bytes from the first to the last that
--- changed, so this keeps it to these 14 rather than the 250 of the S_DIST_xx between them.
+-- changed, so this keeps it to these 16 (with alignment) rather than the 250 of the S_DIST_xx between them.
 CREATE TABLE stock (
     s_i_id       INTEGER      NOT NULL,
     s_w_id       INTEGER      NOT NULL,
