@@ -9,6 +9,7 @@ interruption just after the run is stored, which the sweep reaches only by chanc
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import signal
@@ -24,13 +25,14 @@ import pytest
 from conftest import copy_of
 
 from tpsbench.commands.run import RunConfig, run
+from tpsbench.core.errors import raise_interruption
 from tpsbench.results.store import ResultsStore
 
 EXIT: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
 #: the longest a signal may take to end the process
 WITHIN_S = 5.0
 #: the most a finished process takes to end (its exit handlers, Python's own shutdown);
-#: a signal in those moments leaves its exit code alone (tpsbench.__main__._ignore_signals)
+#: a signal in those moments leaves its exit code alone (tpsbench.__main__._keep_exit_code)
 ENDING_S = 0.5
 
 
@@ -205,3 +207,71 @@ def test_an_interruption_just_after_the_run_is_stored_ends_it_as_interrupted(bui
     (stored,) = ResultsStore(results, create=False).list_runs()
     assert (stored.status, stored.honesty) == ("interrupted", {"match": None, "skipped": "interrupted before the "
                                                                                         "steps' counts were in"})
+
+
+def _module_run(tmp_path: Path, name: str, command: str) -> subprocess.CompletedProcess[str]:
+    """``python -m NAME`` for a module whose ``command(**kw)`` (Python source) stands in for
+    tpsbench's click command, run through tpsbench's entry point."""
+    (tmp_path / f"{name}.py").write_text(
+        f"import os, signal, time\n{command}\n"
+        "import tpsbench.cli.main as cli_main\n"
+        "cli_main.cli.main = command\n"
+        "from tpsbench.__main__ import entry\n"
+        "entry()\n")
+    return subprocess.run([sys.executable, "-m", name], cwd=tmp_path, env=_env(), capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+def test_a_ctrl_c_that_passed_through_exec_of_a_string_still_exits_130(tmp_path: Path) -> None:
+    """CPython marks a KeyboardInterrupt that went through exec() of a string as unhandled
+    even when it was handled later, and then kills ``python -m`` with SIGINT at exit
+    (namedtuple, dataclasses and SQLAlchemy exec such strings as a run starts): here the
+    command itself raises Ctrl-C's KeyboardInterrupt that way."""
+    done = _module_run(tmp_path, "ctrl_c_in_exec", "def command(**kw):\n    exec('raise KeyboardInterrupt')")
+    assert (done.returncode, done.stderr) == (130, "tpsbench: interrupted\n")
+
+
+def test_a_ctrl_c_that_python_wrapped_in_another_error_is_still_an_interruption(tmp_path: Path) -> None:
+    """Python 3.11 turns what a class's ``__set_name__`` raises into a RuntimeError, and
+    dataclasses' fields have one: a Ctrl-C landing there, as a module is imported in the
+    middle of a command, is still one line and 130, not a traceback."""
+    done = _module_run(tmp_path, "wrapped", "class Field:\n"
+                                            "    def __set_name__(self, owner, name):\n"
+                                            "        raise KeyboardInterrupt\n"
+                                            "def command(**kw):\n"
+                                            "    class Record:\n"
+                                            "        field = Field()")
+    assert (done.returncode, done.stderr) == (130, "tpsbench: interrupted\n")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_whose_exception_a_library_swallowed_still_ends_the_command(sig: int, tmp_path: Path,
+                                                                            deliverable_sigint: None) -> None:
+    """numpy's random module, as it is imported, catches everything, KeyboardInterrupt
+    included: a Ctrl-C landing there vanished, and the run went on to the end. Here the
+    command swallows the exception of a signal it gets, then returns as if done."""
+    done = _module_run(tmp_path, "swallowed", "def command(**kw):\n"
+                                              "    try:\n"
+                                              f"        os.kill(os.getpid(), {int(sig)})\n"
+                                              "        time.sleep(5)\n"
+                                              "    except BaseException:\n"
+                                              "        pass")
+    what = "terminated" if sig == signal.SIGTERM else "interrupted"
+    assert (done.returncode, done.stderr) == (EXIT[sig], f"tpsbench: {what}\n")
+
+
+def test_a_run_that_starts_after_a_swallowed_signal_ends_at_once_as_interrupted(built_tpcc_sqlite: Path,
+                                                                               tmp_path: Path) -> None:
+    """The same, in a run: the signal came before the steps (loading its libraries), a
+    library caught the exception, and the run is stored as interrupted without a step."""
+    url, results = copy_of(built_tpcc_sqlite, tmp_path), f"sqlite:///{tmp_path / 'results.db'}"
+    previous = signal.signal(signal.SIGTERM, raise_interruption)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        record = run(RunConfig("tpcc", url, users=[1], rampup_s=0.0, duration_s=1.0, interval_s=1.0,
+                               results_url=results), live=None)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert (record.status, record.outcome.signal, record.outcome.steps) == ("interrupted", signal.SIGTERM, [])

@@ -7,6 +7,7 @@ line on stderr and a non-zero exit, never a traceback.
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import click
@@ -19,7 +20,7 @@ from tpsbench.cli import plan as cli_plan
 from tpsbench.cli import report as cli_report
 from tpsbench.cli import run as cli_run
 from tpsbench.cli.options import db_option
-from tpsbench.core.errors import CheckFailed, Terminated, TpsbenchError
+from tpsbench.core.errors import CheckFailed, Terminated, TpsbenchError, take_signal
 from tpsbench.core.redact import scrub_text
 from tpsbench.report.progress import make_console
 from tpsbench.workloads import get_workload
@@ -111,22 +112,37 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI and turn user-fixable errors into one line and an exit code."""
     try:
         cli.main(args=argv, prog_name="tpsbench", standalone_mode=False)
+        if (swallowed := take_signal()) is not None:  # a library caught the KeyboardInterrupt
+            raise Terminated if swallowed == signal.SIGTERM else KeyboardInterrupt
     except TpsbenchError as exc:
         click.echo(f"tpsbench: error: {scrub_text(str(exc))}", err=True)  # the last guard: no password shown
         sys.exit(exc.exit_code)
     except BARE_GROUP as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort as exc:  # click's wrapping of a KeyboardInterrupt
-        terminated = isinstance(exc.__cause__ or exc.__context__, Terminated)
-        click.echo(f"tpsbench: {'terminated' if terminated else 'interrupted'}", err=True)
-        sys.exit(143 if terminated else 130)
     except click.ClickException as exc:
         click.echo(f"tpsbench: error: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code)
-    except Terminated:
-        click.echo("tpsbench: terminated", err=True)
-        sys.exit(143)
-    except KeyboardInterrupt:
-        click.echo("tpsbench: interrupted", err=True)
-        sys.exit(130)
+    except (KeyboardInterrupt, Exception) as exc:  # click.exceptions.Abort included
+        interruption = _interruption(exc)
+        if interruption is None:
+            raise
+        terminated = isinstance(interruption, Terminated)
+        click.echo(f"tpsbench: {'terminated' if terminated else 'interrupted'}", err=True)
+        sys.exit(143 if terminated else 130)
+
+
+def _interruption(exc: BaseException) -> BaseException | None:
+    """The Ctrl-C or SIGTERM behind ``exc``, which is then an interruption rather than a bug:
+    the KeyboardInterrupt itself (:class:`Terminated` for SIGTERM), or the one it came from
+    (click turns one into Abort; Python 3.11 turns one raised in a class's ``__set_name__``,
+    as dataclasses' fields have, into a RuntimeError), or Abort itself (click's other
+    reason for it is the end of input at a prompt)."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return exc if isinstance(exc, click.exceptions.Abort) else None

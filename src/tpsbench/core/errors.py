@@ -6,6 +6,8 @@ Everything raised for such reasons is a :class:`TpsbenchError`; the CLI prints i
 message and exits with its ``exit_code``.
 """
 
+import signal
+
 
 class TpsbenchError(Exception):
     """An error caused by input or environment, reported as one line."""
@@ -37,6 +39,21 @@ class Terminated(KeyboardInterrupt):
     kept and the run is marked interrupted; the process then exits with 143, not 130."""
 
 
-def raise_terminated(signum: int, frame: object) -> None:
-    """A SIGTERM handler: :class:`Terminated` wherever the main thread is."""
-    raise Terminated
+#: the signal :func:`raise_interruption` last raised for, until :func:`take_signal`
+_raised: list[int | None] = [None]
+
+
+def raise_interruption(signum: int, frame: object) -> None:
+    """The CLI's SIGINT and SIGTERM handler: KeyboardInterrupt (:class:`Terminated`)
+    wherever the main thread is, and the signal remembered. A library may swallow the
+    exception (numpy's random module, importing, catches everything, KeyboardInterrupt
+    included); the run and the CLI then still see the signal (:func:`take_signal`)."""
+    _raised[0] = signum
+    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+def take_signal() -> int | None:
+    """The signal :func:`raise_interruption` raised for and nothing has answered yet, if
+    any (then forgotten): a run that starts after one ends at once as interrupted."""
+    signum, _raised[0] = _raised[0], None
+    return signum

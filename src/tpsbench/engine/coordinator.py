@@ -38,7 +38,7 @@ from typing import TypeVar
 
 from tpsbench.core import watchdog
 from tpsbench.core.delays import waits_of
-from tpsbench.core.errors import Terminated, TpsbenchError
+from tpsbench.core.errors import Terminated, TpsbenchError, take_signal
 from tpsbench.core.parse import MAX_DURATION_S, MAX_RATE, MAX_USERS
 from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
@@ -241,10 +241,10 @@ class Coordinator:
                  on_interval: Callable[[IntervalReport], None] | None, live: Callable[[str], None] | None) -> None:
         self.plan, self.transport, self.observers = plan, transport, observers
         self.on_interval, self.live = on_interval, live
+        #: the signal that interrupted the run (SIGINT, SIGTERM), if one did (before it too: take_signal)
+        self.signal: int | None = take_signal()
         #: stop the run now: a Ctrl-C, a SIGTERM or a callback's failure came
-        self.interrupted = False
-        #: the signal that interrupted the run (SIGINT, SIGTERM), if one did
-        self.signal: int | None = None
+        self.interrupted = self.signal is not None
         #: what a callback raised, if one did: run_plan raises it once the workers are stopped
         self.failure: Exception | None = None
 

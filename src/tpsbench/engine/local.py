@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import signal
-import threading
 import time
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -63,16 +62,17 @@ class LocalProcesses(Transport):
         ours, theirs = self.mp.Pipe(duplex=True)
         process = self.mp.Process(target=_local_worker, args=(worker, theirs, workload, ctx),
                                   name=f"tpsbench-worker-{worker}", daemon=True)
-        # started with Ctrl-C ignored, which the new interpreter keeps: a Ctrl-C at the
-        # terminal reaches the whole process group, and a worker still importing would
-        # die of it with a traceback; the coordinator decides (worker_main ignores it too)
-        main = threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        # started with Ctrl-C blocked, which the new interpreter keeps (a blocked signal
+        # stays blocked through exec): a Ctrl-C at the terminal reaches the whole process
+        # group, and a worker still importing would die of it with a traceback; the
+        # coordinator decides (worker_main ignores it too). Blocked rather than ignored
+        # here, so that a Ctrl-C meant for the coordinator, which may come while a slow
+        # start waits for the new interpreter, is delivered once it has started, not lost.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             process.start()
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         theirs.close()  # so that the worker's death reads as EOF here
         self.workers[worker] = _Process(process, ours)
 
