@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from cpu_meter import Meter, SplitCores, cpu_text, describe_split, parse_cpus  # type: ignore[import-not-found]
+from cpu_meter import SplitCores, WindowMeter, cpu_text, describe_split, parse_cpus  # type: ignore[import-not-found]
 from servers import add_url_options, database  # type: ignore[import-not-found]
 
 from tpsbench.commands.build import build
@@ -45,16 +45,16 @@ def measure(url: str, scale: int, constants: dict[str, int], options: dict[str, 
     wl = TpccWorkload()
     wl.configure(options)
     ctx = RunContext("tpcc", url, scale, 11, constants, {"think": "off", **options})
-    with Meter("mariadb", database(url), server_cpus) as meter:
-        outcome = run_steps(ctx, wl, [LoadStep(users=users, duration_s=float(seconds), rampup_s=3.0,
-                                               interval_s=float(seconds))], live=None)
+    meter = WindowMeter("mariadb", database(url), server_cpus)
+    outcome = run_steps(ctx, wl, [LoadStep(users=users, duration_s=float(seconds), rampup_s=3.0,
+                                           interval_s=float(seconds))], live=None, observers=[meter])
     result = outcome.steps[0]
     if result.problems or result.summary is None:
         raise SystemExit(f"tpsbench run failed: {result.problems}")
-    scale_cpu = seconds / meter.wall  # the meter spans start-up and ramp-up too
-    txns = result.summary.tps * seconds
-    return (result.summary.tps, 1e6 * meter.client_cpu * scale_cpu / txns, 1e6 * meter.server_cpu * scale_cpu / txns,
-            meter.server_cores_busy)
+    window = WindowMeter.of(result.observations)  # the steady window only, as the TPS
+    txns = result.summary.tps * window["seconds"]
+    return (result.summary.tps, 1e6 * window["client_cpu_s"] / txns, 1e6 * window["server_cpu_s"] / txns,
+            window.get("server_cores_busy"))
 
 
 def main(argv: list[str]) -> None:

@@ -17,6 +17,10 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
+
+from tpsbench.measure.observers import StepObserver
+from tpsbench.measure.procfs import tree_cpu
 
 SERVER_PROCESSES = {"postgresql": ("postgres",), "mariadb": ("mariadbd", "mysqld")}
 
@@ -115,12 +119,55 @@ class Meter:
         children, own = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
         self.client_cpu = sum(getattr(children, f) - getattr(self.children, f) for f in ("ru_utime", "ru_stime"))
         self.client_cpu += sum(getattr(own, f) - getattr(self.own, f) for f in ("ru_utime", "ru_stime"))
-        busy, total = cpu_times()
-        self.busy = (busy - self.cpu[0]) / max(total - self.cpu[1], 1)
+        self.busy = _share(self.cpu, cpu_times())
         if self.server_cores is not None:
-            busy, total = cpu_times(self.server_cpus)
-            self.server_cores_busy = (busy - self.server_cores[0]) / max(total - self.server_cores[1], 1)
+            self.server_cores_busy = _share(self.server_cores, cpu_times(self.server_cpus))
         self.server_cpu = self.server_meter.seconds()
+
+
+class WindowMeter(StepObserver):
+    """:class:`Meter`'s figures for a tpsbench step, over its steady window exactly: a step
+    observer, sampled by the engine at the window's edges.
+
+    Why not :class:`Meter` around the run: it would span the workers' start, the users'
+    connections and the ramp-up, when the server is idle part of the time and does work
+    for transactions the step does not count. Scaling its CPU to the window misplaces
+    both (the server's CPU per transaction reads several percent low and its cores'
+    busy share several percent low, 2026-12-02), where sysbench's own run is nearly all
+    window. Read the figures from the step with :meth:`of`.
+    """
+
+    name = "bench_meter"
+
+    def __init__(self, server: str, db: str, server_cpus: frozenset[int] | None = None) -> None:
+        self.server, self.db, self.server_cpus = server, db, server_cpus
+
+    def sample(self) -> tuple[dict[int, int], int, tuple[float, float], tuple[float, float] | None]:
+        return (server_ticks(self.server, self.db), tree_cpu(os.getpid()), cpu_times(),
+                cpu_times(self.server_cpus) if self.server_cpus else None)
+
+    def reading(self, before: Any, after: Any, seconds: float) -> dict[str, float]:
+        tick = os.sysconf("SC_CLK_TCK")
+        # a backend that started within the window counts whole; one that ended in it is lost
+        server = sum(ticks - before[0].get(pid, 0) for pid, ticks in after[0].items())
+        figures = {"seconds": seconds, "server_cpu_s": server / tick, "client_cpu_s": (after[1] - before[1]) / tick,
+                   "machine_busy": _share(before[2], after[2])}
+        if before[3] is not None:
+            figures["server_cores_busy"] = _share(before[3], after[3])
+        return figures
+
+    @classmethod
+    def of(cls, observations: dict[str, dict[str, float]]) -> dict[str, float]:
+        """The figures of a step's steady window (its ``observations``)."""
+        found = observations.get(cls.name)
+        if not found:
+            raise SystemExit("the run's steady window was not sampled: no server or client CPU to show")
+        return found
+
+
+def _share(before: tuple[float, float], after: tuple[float, float]) -> float:
+    """Busy share of the cores between two :func:`cpu_times` readings."""
+    return (after[0] - before[0]) / max(after[1] - before[1], 1)
 
 
 def server_threads(server: str) -> dict[int, int]:

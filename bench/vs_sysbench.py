@@ -29,7 +29,7 @@ sysbench (a line each, ``mode/client``), and ``--baseline REV`` one more tpsbenc
 of git revision REV (bench/revisions.py), in a process of its own: a before and after
 measured in one run, every pair's order rotating so that neither side always goes first.
 
-    python bench/vs_sysbench.py [--seconds 30] [--threads 8] [--repeat 2] [--out bench/results/vs_sysbench.txt]
+    python bench/vs_sysbench.py [--seconds 30] [--threads 8] [--repeat 4] [--out bench/results/vs_sysbench.txt]
         [--split-cores [--server-cpus 0]] [--clients fast] [--baseline REV] [--pg-url URL] [--mysql-url URL]
 
 Installs Debian's sysbench with apt-get when it is missing. Drops and recreates the
@@ -57,7 +57,7 @@ from urllib.parse import unquote, urlsplit
 
 import psycopg
 import pymysql
-from cpu_meter import Meter, SplitCores, cpu_text, describe_split, parse_cpus  # type: ignore[import-not-found]
+from cpu_meter import Meter, SplitCores, WindowMeter, cpu_text, describe_split, parse_cpus  # type: ignore[import-not-found]
 from revisions import source_tree  # type: ignore[import-not-found]
 from settle import settle  # type: ignore[import-not-found]
 from servers import add_url_options, database, mysql_args, pg_conninfo, urls  # type: ignore[import-not-found]
@@ -162,27 +162,26 @@ def run_sysbench(binary: str, server: str, url: str, mode: str, seconds: int, th
 def run_tpsbench(url: str, server: str, mode: str, seconds: int, users: int, workers: int | None = None,
                  multiplex: bool = True, server_cpus: frozenset[int] | None = None, client: str = "fast") -> Measured:
     """The same script through the engine; the CPU counted is the workers' (spawned children)
-    plus this coordinator's own. ``server_cpus``: the server's cores, whose busy share is
-    measured (--split-cores); ``client``: tpsbench's --client."""
+    plus this coordinator's own, over the steady window whose TPS it is (cpu_meter.WindowMeter).
+    ``server_cpus``: the server's cores, whose busy share is measured (--split-cores);
+    ``client``: tpsbench's --client."""
     wl = SysbenchWorkload()
     options = {"mode": mode, "think": "off", "client": client}
     wl.configure(options)
     meta = wl.verify_schema(open_target(url))
     ctx = RunContext("sysbench", url, int(meta["scale"]), 1,
                      {k[6:]: int(v) for k, v in meta.items() if k.startswith("const_")}, options)
-    with Meter(server, database(url), server_cpus) as meter:
-        step = LoadStep(users=users, duration_s=float(seconds), rampup_s=2.0, interval_s=10.0, multiplex=multiplex)
-        outcome = run_steps(ctx, wl, [step], workers=workers, live=None)
+    meter = WindowMeter(server, database(url), server_cpus)
+    step = LoadStep(users=users, duration_s=float(seconds), rampup_s=2.0, interval_s=10.0, multiplex=multiplex)
+    outcome = run_steps(ctx, wl, [step], workers=workers, live=None, observers=[meter])
     if outcome.status is RunStatus.INTERRUPTED:  # the engine took the Ctrl-C (SIGTERM) for itself: stop here too
         raise KeyboardInterrupt(f"signal {outcome.signal}")
     result = outcome.steps[0]
-    summary = result.summary
-    if result.problems or summary is None:
+    if result.problems or result.summary is None:
         raise SystemExit(f"tpsbench run failed: {result.problems}")
-    # the meter also spans start-up and ramp-up: scale the CPU to the measured window
-    scale = seconds / meter.wall
-    return Measured(summary.tps, meter.client_cpu * scale, meter.server_cpu * scale, float(seconds), meter.busy,
-                    meter.server_cores_busy)
+    window = WindowMeter.of(result.observations)  # the steady window only, as the TPS
+    return Measured(result.summary.tps, window["client_cpu_s"], window["server_cpu_s"], window["seconds"],
+                    window["machine_busy"], window.get("server_cores_busy"))
 
 
 def run_baseline(src: Path, given: dict[str, Any]) -> Measured:
@@ -225,8 +224,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--servers", default="postgresql,mariadb")
     parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument("--repeat", type=int, default=2,
-                        help="pairs per mode, the order alternating (sysbench first, then tpsbench first)")
+    parser.add_argument("--repeat", type=int, default=4,
+                        help="pairs per mode, the order alternating (sysbench first, then tpsbench first); "
+                             "4 because single pairs on a 2-core machine spread from 0.7 to 1.4")
     parser.add_argument("--workers", type=int, default=None, help="tpsbench's worker processes (default: its own)")
     parser.add_argument("--no-multiplex", dest="multiplex", action="store_false",
                         help="every tpsbench user on a thread of its own (default: the workers' shared threads)")
