@@ -31,7 +31,8 @@ from tpsbench.measure.db_counters import DatabaseCounters
 from tpsbench.measure.devices import Device
 from tpsbench.measure.disk_io import DiskIo
 from tpsbench.measure.honesty import honesty_check, honesty_text
-from tpsbench.measure.host_cpu import HostCpu
+from tpsbench.measure.db_waits import DbWaits
+from tpsbench.measure.host_cpu import HostCpu, server_pid
 from tpsbench.measure.host_info import driver_host
 from tpsbench.measure.observers import StepObserver
 from tpsbench.measure.reachability import Reachability
@@ -279,9 +280,14 @@ def _cluster(config: RunConfig, url: str, live: Callable[[str], None] | None) ->
 
 
 def default_observers(target: Target, devices: Sequence[Device]) -> list[StepObserver]:
-    """What reads beside every step unless told otherwise: the host's CPU, the database's
-    outages and its own counters, and the I/O of the devices its data lives on."""
-    watch: list[StepObserver] = [HostCpu(), Reachability(target), DatabaseCounters(target)]
+    """What reads beside every step unless told otherwise: the host's CPU (the server's
+    share apart where it runs here, its process found once per run), the database's
+    outages, its own counters and its sessions' waits (where it has sessions), and the
+    I/O of the devices its data lives on."""
+    watch: list[StepObserver] = [HostCpu(server_pid=server_pid(target)), Reachability(target),
+                                 DatabaseCounters(target)]
+    if target.wait_kinds:
+        watch.append(DbWaits(target))
     return watch + [DiskIo(devices)] if devices else watch
 
 

@@ -16,7 +16,7 @@ import contextlib
 import re
 from collections.abc import Iterator
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
@@ -26,6 +26,23 @@ from tpsbench.core.cursor import CLIENT_CHOICES, CountingCursor, DbapiCountingCu
 from tpsbench.core.errors import TpsbenchError, first_line
 from tpsbench.core.redact import safe_url, scrub_text, secrets_of
 from tpsbench.core.sql import SqlDialect
+
+
+#: what db_waits tells apart: on CPU (not waiting), then the kinds of wait
+WAIT_KINDS = ("cpu", "lock", "lwlock", "io", "ipc", "client", "other")
+#: the application name (where the database has one) of tpsbench's observers' connections
+OBSERVER_APPLICATION = "tpsbench observer"
+
+
+class SessionWait(NamedTuple):
+    """What one client session executing a statement was doing when looked at (:meth:`Target.read_waits`)."""
+
+    #: one of WAIT_KINDS
+    kind: str
+    #: the wait as the database names it, "<Type>:<Event>" ("Lock:transactionid"); "" on CPU
+    event: str = ""
+    #: the table of the lock it waits for, where that is known
+    table: str | None = None
 
 
 class Target:
@@ -188,6 +205,32 @@ class Target:
         where every counter has climbed past its old value since.
         """
         return {}
+
+    #: the WAIT_KINDS :meth:`read_waits` can tell apart; none where it cannot read sessions
+    wait_kinds: ClassVar[tuple[str, ...]] = ()
+    #: the server's process names (/proc/<pid>/comm) on its host; none where it runs none (SQLite)
+    server_commands: ClassVar[tuple[str, ...]] = ()
+    #: the server's TCP port when the URL names none
+    default_port: ClassVar[int | None] = None
+
+    def read_waits(self, conn: Any) -> list[SessionWait]:
+        """What each client session of this database that is executing a statement is
+        doing now, leaving out ``conn``'s and the observers' own (:meth:`observer_connection`):
+        for tpsbench.measure.db_waits, which samples it several times a second. ``conn``
+        is in autocommit mode. Only targets with :attr:`wait_kinds` implement it."""
+        raise NotImplementedError
+
+    def server_process(self) -> int | None:
+        """A process id the server names as one of its own on its host (its main process
+        or a child of it), for finding its CPU when it runs here; None if it will not say."""
+        return None
+
+    def observer_connection(self) -> Any:
+        """An autocommit connection for a step observer, marked as one where the database
+        lets a connection carry a name, so that the observers do not observe each other."""
+        conn = self.connect()
+        self.set_autocommit(conn)
+        return conn
 
     def connection_limit(self) -> int | None:
         """How many client connections the server accepts in all (None: no limit)."""

@@ -85,8 +85,7 @@ class DatabaseCounters(StepObserver):
 
     def _connection(self) -> Any:
         if self.conn is None:
-            self.conn = self.target.connect()
-            self.target.set_autocommit(self.conn)  # each reading a fresh look, no transaction left open
+            self.conn = self.target.observer_connection()  # autocommit: each reading a fresh look
         return self.conn
 
     def _close(self) -> None:

@@ -1,77 +1,187 @@
 """The host's CPU beside every step: the first step observer.
 
-Per interval and per steady window: the share of all cores' time spent in user code,
-in the kernel, waiting for I/O and idle (/proc/stat), and the share the driver itself
-took (this process and every process under it: the workers). Storage reviews put CPU
-beside TPS because a configuration that is fast only because the host had cores to
-spare is not the one they meant to measure, and a driver that takes the database's
-cores is measuring itself.
+Per interval and per steady window, in percent of all cores' time: the share spent in
+user code, in the kernel, waiting for I/O, idle and stolen by a hypervisor (/proc/stat:
+``user``, ``system``, ``iowait``, ``idle``, ``steal``), the share the driver itself took
+(``driver``: this process and every process under it, the workers), the share of the
+database server's processes when the server runs on this host (``server``: PostgreSQL's
+postmaster and all its children, mariadbd; absent for a remote server and for SQLite,
+whose "server" is the driver itself), and what is left busy for every other process
+(``others``: 100 - idle - iowait - steal - driver - server, at least 0). Storage reviews
+put CPU beside TPS because a configuration that is fast only because the host had cores
+to spare is not the one they meant to measure, and a driver that takes the database's
+cores is measuring itself; the split says whose CPU it was, so that a step limited by the
+server's CPU, the driver's or a neighbour's can be told apart (tpsbench.measure.bottleneck).
+
+Three more figures catch limits the shares of all cores hide:
+
+- ``driver_peak``: the busiest single driver process's CPU in percent of ONE core. A
+  Python worker cannot use much more than one core, so 95 here means the load generator
+  was the limit even on an idle many-core host.
+- ``busy_allowed``: percent busy (not idle, iowait or steal) of the CPUs the driver and
+  the local server may run on (the union of their affinity masks, read once per step):
+  both pinned to one core of two show 100 here while the host shows 50.
+- ``io_pressure``: percent of the time at least one task was stalled on I/O (PSI,
+  /proc/pressure/io "some"); absent where the kernel has no PSI. A blkio throttle delays
+  I/O before the device's accounting sees it, so a throttled device can show no util
+  while the database waits: the stall shows here.
 
 Workers on other hosts (tpsbench.engine.dask_worker) read their own host with this same
 observer and send its readings with their reports, as the observer ``host_cpu@<host>``
 (:func:`on_worker_host`), so that the store keeps every host's CPU beside the
 coordinator's ``host_cpu`` with no table of its own. Each reading names the driver's
-share by the process tree it counted (``driver.<pid>``): workers sharing a host, or a
-process, then add up to the host's driver share once each (:func:`worker_hosts`).
+share by the process tree it counted (``driver.<pid>``, likewise ``driver_peak.<pid>``):
+workers sharing a host, or a process, then add up to the host's driver share once each
+(:func:`worker_hosts`). The other figures of this split do not travel from worker hosts.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.target import Target
 from tpsbench.measure.observers import StepObserver
-from tpsbench.measure.procfs import cpu_times, tree_cpu
+from tpsbench.measure.procfs import (
+    allowed_cpus, cpu_lines, descendants, io_stall_us, listening_pid, processes, top_process, tree_cpu,
+)
 
-#: the figures of a reading, in report order (percent of all cores' time)
+#: the figures of every reading, in report order (percent of all cores' time)
 FIGURES = ("user", "system", "iowait", "idle", "steal", "driver")
+#: the figures that split the busy time by whose it was, and the limits the shares hide
+SPLIT = ("server", "others", "driver_peak", "busy_allowed", "io_pressure")
+#: the figures that travel from a worker host, per process tree
+TRAVELLING = ("driver", "driver_peak")
 #: the results store's longest observer name
 NAME_MOST = 64
 
 
+class CpuSample(NamedTuple):
+    """One sample: /proc/stat, the driver's and the server's trees, and the I/O stall."""
+
+    host: dict[str, int]
+    #: CPU number -> (busy, total) ticks
+    per_cpu: dict[int, tuple[int, int]]
+    driver: int
+    #: each driver process's (start, own CPU ticks), for the busiest one
+    driver_processes: dict[int, tuple[int, int]]
+    server: int | None
+    io_stall_us: int | None
+
+
 class HostCpu(StepObserver):
-    """CPU of the host, and of the driver's processes apart (see the module docstring)."""
+    """CPU of the host, and of the driver's and the server's processes apart (see the module docstring)."""
 
     name = "host_cpu"
 
-    def __init__(self, root_pid: int | None = None) -> None:
+    def __init__(self, root_pid: int | None = None, server_pid: int | None = None) -> None:
         #: the driver's top process; its descendants are the driver's too
         self.root = root_pid or os.getpid()
+        #: the local server's top process (:func:`server_pid`); None where there is none here
+        self.server = server_pid
+        #: the CPUs the driver and the server may run on, read at each step's start
+        self.allowed: set[int] = set()
 
-    def sample(self) -> tuple[dict[str, int], int]:
-        return cpu_times(), tree_cpu(self.root)
+    def step_started(self, step: int, users: int) -> None:
+        """The affinity masks, once per step: pinning is done before a run, not during it."""
+        stats = processes()
+        pids = descendants(stats, self.root) + (descendants(stats, self.server) if self.server else [])
+        self.allowed = allowed_cpus(pids)
+
+    def sample(self) -> CpuSample:
+        host, per_cpu = cpu_lines()
+        stats = processes()
+        mine = descendants(stats, self.root)
+        return CpuSample(host, per_cpu, sum(stats[p].cpu + stats[p].children_cpu for p in mine),
+                         {p: (stats[p].start, stats[p].cpu) for p in mine},
+                         tree_cpu(self.server, stats) if self.server else None, io_stall_us())
 
     def reading(self, before: Any, after: Any, seconds: float) -> dict[str, float]:
-        (host0, driver0), (host1, driver1) = before, after
-        d = {kind: host1[kind] - host0[kind] for kind in host1}
+        d = {kind: after.host[kind] - before.host[kind] for kind in after.host}
         total = sum(d.values())
         if total <= 0:
             return {}
 
         def share(ticks: float) -> float:
-            return round(100.0 * ticks / total, 2)
+            return round(100.0 * max(ticks, 0) / total, 2)
 
-        return {"user": share(d["user"] + d["nice"]), "system": share(d["system"] + d["irq"] + d["softirq"]),
-                "iowait": share(d["iowait"]), "idle": share(d["idle"]), "steal": share(d["steal"]),
-                "driver": share(max(driver1 - driver0, 0))}
+        figures = {"user": share(d["user"] + d["nice"]), "system": share(d["system"] + d["irq"] + d["softirq"]),
+                   "iowait": share(d["iowait"]), "idle": share(d["idle"]), "steal": share(d["steal"]),
+                   "driver": share(after.driver - before.driver)}
+        if after.server is not None and before.server is not None:
+            figures["server"] = share(after.server - before.server)
+        unexplained = 100.0 - sum(figures[k] for k in ("idle", "iowait", "steal", "driver")) - figures.get("server", 0)
+        figures["others"] = round(max(0.0, unexplained), 2)
+        one_core = total / max(len(after.per_cpu), 1)
+        figures["driver_peak"] = round(100.0 * _busiest(before.driver_processes, after.driver_processes) / one_core, 2)
+        busy = _busy_share(before.per_cpu, after.per_cpu, self.allowed)
+        if busy is not None:
+            figures["busy_allowed"] = busy
+        if before.io_stall_us is not None and after.io_stall_us is not None and seconds > 0:
+            stalled = (after.io_stall_us - before.io_stall_us) / (seconds * 1e6)
+            figures["io_pressure"] = round(min(100.0, max(0.0, 100.0 * stalled)), 2)
+        return figures
+
+
+def _busiest(before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]]) -> int:
+    """The most CPU ticks one process took between two samples (one that started in
+    between counts from its start)."""
+    most = 0
+    for pid, (start, cpu) in after.items():
+        earlier = before.get(pid)
+        most = max(most, cpu - (earlier[1] if earlier and earlier[0] == start else 0))
+    return most
+
+
+def _busy_share(before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]], cpus: set[int]) -> float | None:
+    """Percent busy of the CPUs ``cpus`` between two samples (all of them if none is known)."""
+    chosen = [c for c in after if c in before and (not cpus or c in cpus)]
+    busy = sum(after[c][0] - before[c][0] for c in chosen)
+    total = sum(after[c][1] - before[c][1] for c in chosen)
+    return round(100.0 * busy / total, 2) if total > 0 else None
+
+
+def server_pid(target: Target) -> int | None:
+    """The top process of ``target``'s server on this host (PostgreSQL's postmaster,
+    mariadbd): from the process the server names (:meth:`Target.server_process`), else
+    from the one listening on the URL's port, either checked by its command name. None
+    for a remote server, one that runs no process of its own here (SQLite) or one not found."""
+    commands = target.server_commands
+    if not commands or not target.is_local:
+        return None
+    try:
+        hint = target.server_process()
+    except TpsbenchError:  # a server that will not say is looked for by its port
+        hint = None
+    found = top_process(hint, commands) if hint else None
+    port = target.url.port or target.default_port
+    if found is None and port:
+        listener = listening_pid(port)
+        found = top_process(listener, commands) if listener else None
+    return found
 
 
 def on_worker_host(figures: dict[str, float], host: str, root_pid: int) -> dict[str, dict[str, float]]:
-    """A worker host's reading as it travels: ``host_cpu@<host>``, the driver's share as
-    ``driver.<root_pid>`` (the process tree it counted)."""
-    tagged = {k: v for k, v in figures.items() if k != "driver"}
-    if "driver" in figures:
-        tagged[f"driver.{root_pid}"] = figures["driver"]
+    """A worker host's reading as it travels: ``host_cpu@<host>``, the driver's share and
+    busiest process as ``driver.<root_pid>`` and ``driver_peak.<root_pid>`` (the process
+    tree it counted); the split's other figures stay home."""
+    tagged = {k: v for k, v in figures.items() if k in FIGURES and k != "driver"}
+    tagged |= {f"{k}.{root_pid}": figures[k] for k in TRAVELLING if k in figures}
     return {f"{HostCpu.name}@{host}"[:NAME_MOST]: tagged} if figures else {}
 
 
 def worker_hosts(readings: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
     """The worker hosts' readings as they are stored: each host's driver share the sum of
-    its process trees' (see :func:`on_worker_host`)."""
+    its process trees', its busiest driver process the busiest of theirs (see
+    :func:`on_worker_host`)."""
     out = {}
     for name, figures in readings.items():
+        out[name] = {k: v for k, v in figures.items() if k.partition(".")[0] not in TRAVELLING}
         driver = [v for k, v in figures.items() if k.startswith("driver.")]
-        out[name] = {k: v for k, v in figures.items() if not k.startswith("driver.")}
+        peak = [v for k, v in figures.items() if k.startswith("driver_peak.")]
         if driver:
             out[name]["driver"] = round(sum(driver), 2)
+        if peak:
+            out[name]["driver_peak"] = max(peak)
     return out

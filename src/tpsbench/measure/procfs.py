@@ -76,21 +76,100 @@ def cpu_times() -> dict[str, int]:
     return dict(zip(CPU_FIELDS, (int(v) for v in values)))
 
 
-def tree_cpu(root: int) -> int:
-    """CPU ticks of ``root`` and all its descendants alive now, each with the children it
-    has waited for: a process that ended counts in its parent's children_cpu once reaped."""
-    stats = {pid: st for pid in all_pids() if (st := read_stat(f"/proc/{pid}/stat")) is not None}
+def cpu_lines() -> tuple[dict[str, int], dict[int, tuple[int, int]]]:
+    """/proc/stat read once: the host's CPU time by kind (as :func:`cpu_times`), and each
+    CPU's (busy, total) ticks, busy being all but idle, iowait and steal."""
+    with open("/proc/stat") as f:
+        lines = [line.split() for line in f if line.startswith("cpu")]
+    host = dict(zip(CPU_FIELDS, (int(v) for v in lines[0][1:1 + len(CPU_FIELDS)])))
+    per_cpu = {}
+    for fields in lines[1:]:
+        ticks = [int(v) for v in fields[1:1 + len(CPU_FIELDS)]]
+        total = sum(ticks)
+        per_cpu[int(fields[0][3:])] = (total - ticks[3] - ticks[4] - ticks[7], total)
+    return host, per_cpu
+
+
+def processes() -> dict[int, ProcStat]:
+    """Every process alive now, by id (one read of each /proc/<pid>/stat)."""
+    return {pid: st for pid in all_pids() if (st := read_stat(f"/proc/{pid}/stat")) is not None}
+
+
+def descendants(stats: dict[int, ProcStat], root: int) -> list[int]:
+    """``root`` and every process under it among ``stats`` (those alive)."""
     children: dict[int, list[int]] = {}
     for pid, st in stats.items():
         children.setdefault(st.ppid, []).append(pid)
-    total, todo = 0, [root]
+    found, todo = [], [root]
     while todo:
         pid = todo.pop()
-        st = stats.get(pid)
-        if st is not None:
-            total += st.cpu + st.children_cpu
+        if pid in stats:
+            found.append(pid)
         todo.extend(children.get(pid, ()))
-    return total
+    return found
+
+
+def tree_cpu(root: int, stats: dict[int, ProcStat] | None = None) -> int:
+    """CPU ticks of ``root`` and all its descendants alive now, each with the children it
+    has waited for: a process that ended counts in its parent's children_cpu once reaped."""
+    stats = processes() if stats is None else stats
+    return sum(stats[pid].cpu + stats[pid].children_cpu for pid in descendants(stats, root))
+
+
+def allowed_cpus(pids: list[int]) -> set[int]:
+    """The CPUs any of ``pids`` may run on (their affinity masks' union; gone ones skipped)."""
+    cpus: set[int] = set()
+    for pid in pids:
+        try:
+            cpus |= os.sched_getaffinity(pid)
+        except OSError:
+            continue
+    return cpus
+
+
+def io_stall_us(root: str = "/") -> int | None:
+    """Microseconds so far in which at least one task was stalled on I/O (PSI's "some"
+    total in /proc/pressure/io); None where the kernel has no PSI."""
+    try:
+        with open(under(root, "proc/pressure/io")) as f:
+            first = f.readline().split()
+    except OSError:
+        return None
+    totals = [field for field in first if field.startswith("total=")]
+    return int(totals[0][len("total="):]) if first[:1] == ["some"] and totals else None
+
+
+def top_process(pid: int, commands: tuple[str, ...]) -> int | None:
+    """The topmost ancestor of ``pid`` (itself included) whose command name is one of
+    ``commands``: a server's main process from any of its processes (PostgreSQL's
+    postmaster from its checkpointer). None if ``pid`` is gone or is no such process."""
+    st = read_stat(f"/proc/{pid}/stat")
+    if st is None or st.comm not in commands:
+        return None
+    while (parent := read_stat(f"/proc/{st.ppid}/stat")) is not None and parent.comm in commands:
+        pid, st = st.ppid, parent
+    return pid
+
+
+def listening_pid(port: int) -> int | None:
+    """The process with a TCP socket listening on ``port`` (IPv4 or IPv6), or None."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = [line.split() for line in f.readlines()[1:]]
+        except OSError:
+            continue
+        inodes |= {row[9] for row in rows if row[3] == "0A" and int(row[1].rpartition(":")[2], 16) == port}
+    wanted = {f"socket:[{inode}]" for inode in inodes}
+    for pid in all_pids() if wanted else ():
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") in wanted for fd in fds):
+                return pid
+        except OSError:
+            continue
+    return None
 
 
 def memory(pids: list[int]) -> tuple[int, int]:

@@ -69,8 +69,7 @@ class Reachability(StepObserver):
                 self._probe_since = started
             try:
                 if conn is None:
-                    conn = self.target.connect()
-                    self.target.set_autocommit(conn)  # no transaction left open between probes
+                    conn = self.target.observer_connection()  # autocommit: no transaction left open
                 cur = conn.cursor()
                 cur.execute("SELECT 1")
                 cur.fetchall()

@@ -17,7 +17,7 @@ from psycopg import sql
 from tpsbench.core.batch import Batch
 from tpsbench.core.cursor import CountingCursor
 from tpsbench.core.sql import SqlDialect
-from tpsbench.core.target import Target
+from tpsbench.core.target import OBSERVER_APPLICATION, WAIT_KINDS, SessionWait, Target
 from tpsbench.targets.libpq import LibpqCountingCursor, LibpqCursor
 
 #: serialization_failure, deadlock_detected, lock_not_available
@@ -46,6 +46,17 @@ IO = ("(SELECT sum(reads) AS reads, sum({read_bytes}) AS read_bytes,"
       " max(stats_reset) AS stats_reset FROM pg_stat_io)")
 IO_BYTES_BEFORE_18 = {"read_bytes": "reads * op_bytes",
                       "write_bytes": "(coalesce(writes, 0) + coalesce(extends, 0)) * op_bytes"}
+#: pg_stat_activity's wait_event_type -> what db_waits calls it (NULL: on CPU); others are "other"
+WAIT_TYPES = {None: "cpu", "Lock": "lock", "LWLock": "lwlock", "IO": "io", "IPC": "ipc", "Client": "client"}
+#: this database's client sessions executing a statement, but the asking one and the observers'
+ACTIVE_SESSIONS = ("SELECT pid, wait_event_type, wait_event FROM pg_stat_activity"
+                   " WHERE datname = current_database() AND state = 'active' AND backend_type = 'client backend'"
+                   " AND pid <> pg_backend_pid() AND application_name IS DISTINCT FROM %s")
+#: the table each lock-waiting session waits for: its ungranted lock's relation, else the
+#: relation of the tuple lock it holds while it waits for the row's transaction to end
+LOCKED_TABLES = ("SELECT DISTINCT ON (pid) pid, relation::regclass::text FROM pg_locks"
+                 " WHERE pid = ANY(%s) AND relation IS NOT NULL AND (NOT granted OR locktype = 'tuple')"
+                 " ORDER BY pid, granted")
 IO_BYTES_SINCE_18 = {"read_bytes": "read_bytes", "write_bytes": "coalesce(write_bytes, 0) + coalesce(extend_bytes, 0)"}
 
 
@@ -130,6 +141,33 @@ class PostgresTarget(Target):
         if row is None:
             return {}
         return {column.name: float(value) for column, value in zip(cur.description, row) if value is not None}
+
+    wait_kinds = WAIT_KINDS
+    server_commands = ("postgres", "postmaster")
+    default_port = 5432
+
+    def read_waits(self, conn: Any) -> list[SessionWait]:
+        """pg_stat_activity's active client backends of this database, by wait event type
+        (none: on CPU), leaving out this session and the observers' (by application_name).
+        The table of a Lock wait comes from pg_locks, asked only when a session waits on one
+        (pg_locks takes the lock manager's partition locks, which a busy server feels)."""
+        sessions = conn.execute(ACTIVE_SESSIONS, (OBSERVER_APPLICATION,)).fetchall()
+        waiting = [pid for pid, kind, _ in sessions if kind == "Lock"]
+        tables = dict(conn.execute(LOCKED_TABLES, (waiting,)).fetchall()) if waiting else {}
+        return [SessionWait(WAIT_TYPES.get(kind, "other"), f"{kind}:{event}" if kind else "", tables.get(pid))
+                for pid, kind, event in sessions]
+
+    def server_process(self) -> int | None:
+        """The checkpointer, a child of the postmaster for as long as the server runs."""
+        rows = self.fetch_all("SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'",
+                              "finding the server's process")
+        return int(rows[0][0]) if rows else None
+
+    def observer_connection(self) -> Any:
+        """Named by application_name, which read_waits leaves out."""
+        with self.translate_errors("connect"):
+            return psycopg.connect(**self._connect_params() | {"application_name": OBSERVER_APPLICATION},
+                                   autocommit=True)
 
     def connection_limit(self) -> int | None:
         with self.translate_errors("reading max_connections"), psycopg.connect(**self._connect_params()) as conn:
