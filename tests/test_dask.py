@@ -131,7 +131,8 @@ def test_tpcc_on_two_dask_workers_merges_exactly_and_stores_every_host(cluster: 
     for worker in facts["workers"]:  # one host, one clock: the true offset is 0, within the bound measured
         assert worker["host"] == HOST and abs(worker["offset_s"]) <= worker["bound_s"] + 1e-3
     here = data.readings(1)[f"host_cpu@{HOST}"]
-    assert set(here) == {"user", "system", "iowait", "idle", "steal", "driver"} and 0 < here["driver"] <= 100
+    assert set(here) == {"user", "system", "iowait", "idle", "steal", "driver", "driver_peak"}
+    assert 0 < here["driver"] <= 100 and 0 < here["driver_peak"] <= 100 * os.cpu_count()
     assert 99 <= sum(here[k] for k in ("user", "system", "iowait", "idle", "steal")) <= 101
     steady = [r.interval for r in record.outcome.steps[0].intervals if r.steady]
     assert all(f"host_cpu@{HOST}" in data.readings(1, i) for i in steady)
@@ -300,14 +301,17 @@ def test_the_transport_applies_the_clock_offset_keeps_order_and_says_a_loss_last
 
 
 def test_workers_sharing_a_host_count_its_driver_share_once_per_process() -> None:
-    def report(pid: int, driver: float) -> IntervalReport:
-        figures = {"user": 50.0, "idle": 40.0, "driver": driver}
+    def report(pid: int, driver: float, peak: float) -> IntervalReport:
+        # the split of the coordinator's host_cpu stays home: only the driver's figures travel per tree
+        figures = {"user": 50.0, "idle": 40.0, "driver": driver, "driver_peak": peak, "others": 3.0,
+                   "busy_allowed": 60.0, "io_pressure": 1.0}
         return IntervalReport(1, 0, 0.0, 1.0, True, hosts=on_worker_host(figures, "client2", pid))
 
-    merged_report = report(11, 10.0)
-    merged_report.merge(report(12, 5.0))  # another Dask worker process on the host
-    merged_report.merge(report(11, 10.0))  # a second worker in the first one's process: counted there already
-    assert worker_hosts(merged_report.hosts) == {"host_cpu@client2": {"user": 50.0, "idle": 40.0, "driver": 15.0}}
+    merged_report = report(11, 10.0, 20.0)
+    merged_report.merge(report(12, 5.0, 9.0))  # another Dask worker process on the host
+    merged_report.merge(report(11, 10.0, 20.0))  # a second worker in the first one's process: counted there already
+    assert worker_hosts(merged_report.hosts) == {
+        "host_cpu@client2": {"user": 50.0, "idle": 40.0, "driver": 15.0, "driver_peak": 20.0}}
 
 
 def test_offsets_and_urls_that_only_mean_this_host() -> None:

@@ -1,0 +1,211 @@
+"""The sessions' waits observer (db_waits) against the real servers: known waits in, their shares out.
+
+A session of the test holds a lock (an uncommitted UPDATE of a row, or LOCK TABLE on a
+hot table) while other sessions ask for it; the observer must then see those sessions
+waiting on a lock of that table. An idle database must show no active session, the
+observers' own connections included, and a look the server does not answer must give
+no figures and no error, with the sampling thread gone once the step is over.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import copy_of
+
+import tpsbench
+from tpsbench.core.target import Target
+from tpsbench.measure.db_counters import DatabaseCounters
+from tpsbench.measure.db_waits import DbWaits
+from tpsbench.measure.observers import Observers
+from tpsbench.measure.reachability import Reachability
+from tpsbench.targets import open_target
+
+SERVERS = [pytest.param("pg_url", marks=pytest.mark.postgresql), pytest.param("mysql_url", marks=pytest.mark.mysql)]
+#: sessions blocked behind the held lock
+BLOCKED = 2
+
+
+@pytest.fixture(params=SERVERS)
+def server(request: pytest.FixtureRequest) -> Target:
+    return open_target(request.getfixturevalue(request.param))
+
+
+def execute(conn: Any, sql: str) -> None:
+    cur = conn.cursor()
+    try:
+        cur.execute(sql)
+    finally:
+        cur.close()
+
+
+def over(observer: DbWaits, seconds: float) -> dict[str, float]:
+    """The observer's reading over the next ``seconds``."""
+    before = observer.sample()
+    time.sleep(seconds)
+    return observer.reading(before, observer.sample(), seconds)
+
+
+def db_waits_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "db_waits" and t.is_alive()]
+
+
+@pytest.fixture
+def held_row(server: Target) -> Iterator[Target]:
+    """Table ``hot`` with one row, UPDATEd by a transaction left open, and BLOCKED sessions
+    UPDATEing the same row behind it (each gives up after 10 s at most)."""
+    holder = server.connect()
+    execute(holder, "CREATE TABLE hot (id INT PRIMARY KEY, v INT)")
+    execute(holder, "INSERT INTO hot VALUES (1, 0)")
+    holder.commit()
+    execute(holder, "UPDATE hot SET v = v + 1 WHERE id = 1")
+
+    def wait_for_the_row() -> None:
+        conn = server.connect()
+        try:
+            execute(conn, "SET lock_timeout = '10s'" if server.dialect == "postgresql"
+                    else "SET innodb_lock_wait_timeout = 10")
+            execute(conn, "UPDATE hot SET v = v + 1 WHERE id = 1")
+        except Exception:  # noqa: BLE001, S110 - a timeout is the end of its wait either way
+            pass
+        finally:
+            conn.close()
+
+    blocked = [threading.Thread(target=wait_for_the_row) for _ in range(BLOCKED)]
+    for thread in blocked:
+        thread.start()
+    try:
+        yield server
+    finally:
+        holder.rollback()
+        for thread in blocked:
+            thread.join()
+        holder.close()
+
+
+def test_a_row_lock_held_by_another_session_shows_as_lock_waits_on_its_table(held_row: Target) -> None:
+    observer = DbWaits(held_row)
+    observer.step_started(1, BLOCKED)
+    try:
+        time.sleep(0.3)  # the blocked sessions are in their wait
+        reading = over(observer, 1.0)
+    finally:
+        observer.step_ended(1)
+    assert reading["active"] == pytest.approx(BLOCKED, abs=0.2)
+    assert reading["lock_pct"] >= 90 and reading["lock_on.hot"] >= 90, reading
+    assert reading["cpu_pct"] <= 10
+    events = {k for k in reading if k.startswith("event.")}
+    if held_row.dialect == "postgresql":  # the first waits for the holder's transaction, the next for the row
+        assert events <= {"event.Lock:transactionid", "event.Lock:tuple"} and events, reading
+        assert set(reading) >= {"lwlock_pct", "io_pct", "ipc_pct"}
+    else:  # no performance_schema: neither I/O nor internal waits are told
+        assert events == {"event.Lock:InnoDB record lock"}, reading
+        assert "io_pct" not in reading and "lwlock_pct" not in reading
+    assert not db_waits_threads()
+
+
+def test_an_idle_database_has_no_active_session_the_observers_neither(server: Target) -> None:
+    """The other observers' connections probe the database all the while; on PostgreSQL
+    they carry the observers' application_name and are left out exactly. MariaDB has no
+    such name: the probe's SELECT 1, well under a millisecond, is seen at most rarely."""
+    waits = DbWaits(server)
+    observers = Observers([waits, Reachability(server), DatabaseCounters(server)])
+    observers.start_step(1, 1, time.time(), [(0.0, 1.0, True)])
+    try:
+        reading = observers.interval(0)["db_waits"]
+    finally:
+        observers.end_step(1)
+    assert reading["active"] <= (0.0 if server.dialect == "postgresql" else 0.1), reading
+    assert set(reading) >= {f"{kind}_pct" for kind in server.wait_kinds}
+    assert not db_waits_threads()
+
+
+def test_an_unreachable_server_gives_no_figures_and_no_error() -> None:
+    observer = DbWaits(open_target("postgresql://postgres@127.0.0.1:1/nothing"))
+    observer.step_started(1, 1)
+    try:
+        reading = over(observer, 0.5)
+    finally:
+        observer.step_ended(1)
+    assert reading == {} and observer.sample().looks == 0
+    assert not db_waits_threads()
+
+
+@pytest.mark.postgresql
+def test_a_dropped_connection_costs_looks_not_the_step(pg_url: str) -> None:
+    target = open_target(pg_url)
+    observer = DbWaits(target)
+    observer.step_started(1, 1)
+    try:
+        time.sleep(0.3)
+        admin = target.connect()
+        target.set_autocommit(admin)
+        execute(admin, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                       " WHERE datname = current_database() AND application_name = 'tpsbench observer'")
+        admin.close()
+        time.sleep(0.2)  # the look after the drop has failed; the next is a second after it
+        dropped = over(observer, 0.5)
+        time.sleep(0.8)
+        again = over(observer, 0.5)
+    finally:
+        observer.step_ended(1)
+    assert dropped == {}  # a window without a look answered: no figures
+    assert again["active"] == 0.0  # connected again: figures
+    assert not db_waits_threads()
+
+
+@pytest.mark.postgresql
+@pytest.mark.slow
+def test_a_locked_hot_table_during_a_sysbench_step(pg_url: str, tmp_path: Path) -> None:
+    """LOCK TABLE ... IN ACCESS EXCLUSIVE MODE on sysbench's table for 3 of the steady
+    window's 4 s: the step's readings name the lock and its table, and the server's CPU."""
+    tpsbench.build("sysbench", 1, pg_url, show_progress=False, options={"table_size": "1000"})
+    target = open_target(pg_url)
+    users = 4
+
+    def lock_the_table() -> None:
+        conn = target.connect()
+        target.set_autocommit(conn)
+        try:
+            for _ in range(300):  # until the users are connected (the step's ramp-up began)
+                cur = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                                   " AND backend_type = 'client backend' AND application_name <> 'tpsbench observer'")
+                if cur.fetchone()[0] > users:
+                    break
+                time.sleep(0.1)
+            time.sleep(1.5)  # half a second into the steady window
+            conn.execute("BEGIN")
+            conn.execute("LOCK TABLE sbtest1 IN ACCESS EXCLUSIVE MODE")
+            time.sleep(3.0)
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    locker = threading.Thread(target=lock_the_table)
+    locker.start()
+    try:
+        record = tpsbench.run(tpsbench.RunConfig("sysbench", pg_url, users=[users], rampup_s=1, duration_s=4,
+                                                 interval_s=1, results_url=f"sqlite:///{tmp_path / 'r.db'}",
+                                                 options={"mode": "oltp_update_non_index"}), live=None)
+    finally:
+        locker.join()
+    assert record.status == "completed"
+    steady = record.store.load_run(record.run_id).readings(1)
+    waits, cpu = steady["db_waits"], steady["host_cpu"]
+    assert waits["active"] >= 1.5 and waits["lock_pct"] >= 50 and waits["lock_on.sbtest1"] >= 50, waits
+    assert waits["event.Lock:relation"] >= 50, waits
+    assert cpu["server"] > 0 and cpu["others"] >= 0, cpu
+
+
+def test_sqlite_has_no_waits_observer_and_no_server_share(built_tpcc_sqlite: Path, tmp_path: Path) -> None:
+    url = copy_of(built_tpcc_sqlite, tmp_path)
+    record = tpsbench.run(tpsbench.RunConfig("tpcc", url, users=[1], rampup_s=0.5, duration_s=1.0, interval_s=0.5,
+                                             results_url=f"sqlite:///{tmp_path / 'r.db'}", seed=1), live=None)
+    steady = record.store.load_run(record.run_id).readings(1)
+    assert "db_waits" not in steady and "server" not in steady["host_cpu"]
+    assert steady["host_cpu"]["driver"] > 0 and steady["host_cpu"]["driver_peak"] > 0
