@@ -39,7 +39,7 @@ LOCK_SOURCES = (
 SESSIONS = ("SELECT p.STATE, t.trx_state, {table} AS lock_table, {kind} AS lock_type"
             " FROM information_schema.PROCESSLIST p"
             " LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID AND t.trx_state = 'LOCK WAIT'"
-            "{join} WHERE p.DB = DATABASE() AND p.COMMAND = 'Query' AND p.ID <> CONNECTION_ID()")
+            "{join} WHERE p.DB = DATABASE() AND p.COMMAND IN ('Query', 'Execute') AND p.ID <> CONNECTION_ID()")
 
 
 def sessions_query(conn: Any) -> str:
