@@ -32,10 +32,11 @@ from tpsbench.core.batch import NULL_TEXT, Batch
 from tpsbench.core.cursor import CountingCursor
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.sql import SqlDialect
-from tpsbench.core.target import SessionWait, Target, error_codes
-from tpsbench.targets import libmariadb, mysqlsessions
+from tpsbench.core.target import error_codes
+from tpsbench.targets import libmariadb
 from tpsbench.targets.mysqlclient import MysqlclientCountingCursor, MysqlclientCursor
 from tpsbench.targets.mysqlprepared import PreparedCountingCursor, PreparedCursor
+from tpsbench.targets.mysqlsessions import MysqlSessions
 
 #: lock wait timeout, deadlock, table definition changed, record changed since last
 #: read (MariaDB snapshot isolation), too many concurrent transactions, NOWAIT lock
@@ -73,7 +74,7 @@ STATUS_VARIABLES = (
 )
 
 
-class MysqlFamily(Target):
+class MysqlFamily(MysqlSessions):
     """MySQL/MariaDB knowledge that holds whatever the driver: codes, settings, DDL.
 
     Subclasses provide ``_connect(database)``, opening a DB-API connection to
@@ -86,20 +87,6 @@ class MysqlFamily(Target):
         auto_id="zero", call="CALL {name}({args})", routines_end_transactions=True)
     retryable_codes: ClassVar[frozenset[int]] = RETRYABLE_CODES
     disconnect_codes: ClassVar[frozenset[int]] = DISCONNECT_CODES
-    wait_kinds: ClassVar[tuple[str, ...]] = mysqlsessions.KINDS
-    server_commands: ClassVar[tuple[str, ...]] = ("mariadbd", "mysqld")
-    default_port: ClassVar[int | None] = 3306
-    #: read_waits's SELECT for this server, found at its first call
-    sessions_sql: str | None = None
-
-    def read_waits(self, conn: Any) -> list[SessionWait]:
-        """PROCESSLIST and InnoDB's lock waits: what they tell apart is in targets/mysqlsessions.py."""
-        self.sessions_sql = self.sessions_sql or mysqlsessions.sessions_query(conn)
-        return mysqlsessions.read_waits(conn, self.sessions_sql)
-
-    def server_process(self) -> int | None:
-        with self.session("finding the server's process") as conn:
-            return mysqlsessions.server_process(conn)
 
     def ensure_database(self) -> None:
         """CREATE DATABASE IF NOT EXISTS, from a connection that names no database."""

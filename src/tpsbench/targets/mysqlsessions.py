@@ -23,9 +23,9 @@ used; with neither, a row-lock wait still counts as a lock wait, without its tab
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from tpsbench.core.target import SessionWait
+from tpsbench.core.target import SessionWait, Target
 
 #: the kinds of wait these servers' sessions show (see the module docstring)
 KINDS = ("cpu", "lock", "client", "other")
@@ -40,6 +40,24 @@ SESSIONS = ("SELECT p.STATE, t.trx_state, {table} AS lock_table, {kind} AS lock_
             " FROM information_schema.PROCESSLIST p"
             " LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID AND t.trx_state = 'LOCK WAIT'"
             "{join} WHERE p.DB = DATABASE() AND p.COMMAND IN ('Query', 'Execute') AND p.ID <> CONNECTION_ID()")
+
+
+class MysqlSessions(Target):
+    """The part of MysqlFamily (targets/mysql.py) that reads the server's sessions and process."""
+
+    wait_kinds: ClassVar[tuple[str, ...]] = KINDS
+    server_commands: ClassVar[tuple[str, ...]] = ("mariadbd", "mysqld")
+    default_port: ClassVar[int | None] = 3306
+    #: read_waits's SELECT for this server, found at its first call
+    sessions_sql: str | None = None
+
+    def read_waits(self, conn: Any) -> list[SessionWait]:
+        self.sessions_sql = self.sessions_sql or sessions_query(conn)
+        return read_waits(conn, self.sessions_sql)
+
+    def server_process(self) -> int | None:
+        with self.session("finding the server's process") as conn:
+            return server_process(conn)
 
 
 def sessions_query(conn: Any) -> str:
