@@ -77,7 +77,11 @@ the interval).
 
 Readings: observer -> figure -> number, as the step observers read them:
 ``host_cpu``: user, system, iowait, idle, steal, driver (percent of all cores' time;
-driver is tpsbench's own processes); ``disk_io``: ``<device>.<figure>`` and
+driver is tpsbench's own processes), server (a server on this host), others (every
+other process), driver_peak (percent of one core), busy_allowed, io_pressure (percent);
+``db_waits``: active (sessions), cpu_pct, lock_pct, lwlock_pct, io_pct, ipc_pct,
+client_pct, other_pct, ``lock_on.<table>``, ``event.<Type>:<Event>`` (percent of active
+sessions); ``disk_io``: ``<device>.<figure>`` and
 ``total.<figure>`` (the database's storage as a whole) with the figures r_s, w_s (I/Os
 per second), r_kB_s, w_kB_s (kB per second), r_await_ms, w_await_ms (ms), aqu_sz
 (requests), util_pct (percent); ``database``: ``<counter>_s`` (per second) and
