@@ -9,6 +9,7 @@ no figures and no error, with the sampling thread gone once the step is over.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -207,3 +208,27 @@ def test_sqlite_has_no_waits_observer_and_no_server_share(built_tpcc_sqlite: Pat
     steady = record.store.load_run(record.run_id).readings(1)
     assert "db_waits" not in steady and "server" not in steady["host_cpu"]
     assert steady["host_cpu"]["driver"] > 0 and steady["host_cpu"]["driver_peak"] > 0
+
+
+READINGS = Path(__file__).parent / "fixtures" / "readings"
+
+
+@pytest.mark.parametrize("path", sorted(READINGS.glob("*.json")), ids=lambda p: p.stem)
+def test_the_recorded_readings_carry_the_agreed_figures(path: Path) -> None:
+    """bench/record_readings.py's fixtures, on which the bottleneck verdict is tested:
+    every step has host_cpu's split, and db_waits' shares where the database has sessions."""
+    recorded = json.loads(path.read_text())
+    target = open_target({"postgresql": "postgresql://x/y", "mysql": "mysql+pymysql://x/y",
+                          "sqlite": "sqlite:///x.db"}[recorded["server"]])
+    for step in recorded["steps"]:
+        cpu, waits = step["readings"]["host_cpu"], step["readings"].get("db_waits")
+        assert {"others", "driver_peak", "busy_allowed"} <= set(cpu)
+        assert ("server" in cpu) == (recorded["server"] != "sqlite")  # every server here is local
+        if target.wait_kinds:
+            assert {"active", *(f"{kind}_pct" for kind in target.wait_kinds)} <= set(waits)
+        else:
+            assert waits is None
+        assert step["tps"] > 0 and step["paced"] == ("pacing" in step["readings"])
+    if path.stem.startswith("locks_"):  # the lock was held for most of the steady window
+        waits = recorded["steps"][0]["readings"]["db_waits"]
+        assert waits["lock_pct"] >= 50 and waits["lock_on.sbtest1"] >= 50

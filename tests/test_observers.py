@@ -79,17 +79,18 @@ def test_a_registered_observer_has_one_reading_per_interval_in_the_store(built_t
 
 def test_host_cpu_shares_add_up_and_the_driver_is_counted(tmp_path: Path) -> None:
     observer = HostCpu()
-    before = observer.sample()
-    end = time.monotonic() + 0.5
-    while time.monotonic() < end:  # this process burns CPU: the driver's share must show it
+    own, began, before = time.process_time(), time.monotonic(), observer.sample()
+    while time.monotonic() - began < 0.5:  # this process burns CPU: the driver's share must show it
         sum(range(1000))
     after = observer.sample()
-    reading = observer.reading(before, after, 0.5)
+    own, took = time.process_time() - own, time.monotonic() - began
+    reading = observer.reading(before, after, took)
     assert set(reading) == NO_SERVER
     assert abs(reading["user"] + reading["system"] + reading["iowait"] + reading["idle"] + reading["steal"]
                - 100.0) < 0.5
-    # one of os.cpu_count() cores busy for the whole span, at most all of the host's busy time
-    assert 100.0 / (os.cpu_count() or 1) * 0.5 < reading["driver"] <= 100.0 - reading["idle"] + 1.0
+    # the CPU this process had (as much of one core as a busy host left it), in shares of all cores
+    assert reading["driver"] == pytest.approx(100.0 * own / took / (os.cpu_count() or 1), abs=4.0)
+    assert 0 < reading["driver"] <= 100.0 - reading["idle"] + 1.0
     assert cpu_times()["user"] > 0 and tree_cpu(os.getpid()) > 0
 
 

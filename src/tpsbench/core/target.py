@@ -138,12 +138,9 @@ class Target:
     def fetch_all(self, sql: str, doing: str) -> list[tuple]:
         """Rows of one parameterless query on a short-lived connection (for server_info & co)."""
         with self.session(doing) as conn:
-            cur = conn.cursor()
             try:
-                cur.execute(sql)
-                return [tuple(row) for row in cur.fetchall()]
+                return rows_of(conn, sql)
             finally:
-                cur.close()
                 conn.rollback()
 
     def is_driver_error(self, exc: BaseException) -> bool:
@@ -317,6 +314,16 @@ class Target:
 #: pyodbc ends a message with the native error number and the ODBC call: "... (1213) (SQLExecDirectW)"
 _ODBC_NATIVE = re.compile(r"\((-?\d+)\)\s*\(SQL\w+\)\s*$")
 _SQLSTATE = re.compile(r"^[0-9A-Z]{5}$")
+
+
+def rows_of(conn: Any, sql: str) -> list[tuple]:
+    """Rows of one parameterless query on ``conn`` (none: drivers spell placeholders apart)."""
+    cur = conn.cursor()
+    try:
+        cur.execute(sql)
+        return [tuple(row) for row in cur.fetchall()]
+    finally:
+        cur.close()
 
 
 def close_quietly(conn: Any) -> None:

@@ -42,7 +42,7 @@ from collections import Counter
 from typing import Any, NamedTuple
 
 from tpsbench.core.target import Target, close_quietly
-from tpsbench.measure.observers import StepObserver
+from tpsbench.measure.observers import StepObserver, StepThread
 
 #: seconds between two looks at the sessions
 POLL_EVERY_S = 0.1
@@ -81,19 +81,13 @@ class DbWaits(StepObserver):
         self._kinds: Counter[str] = Counter()
         self._tables: Counter[str] = Counter()
         self._events: Counter[str] = Counter()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread = StepThread("db_waits", self._look, STOP_WAIT_S)
 
     def step_started(self, step: int, users: int) -> None:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._look, args=(self._stop,), name="db_waits", daemon=True)
         self._thread.start()
 
     def step_ended(self, step: int) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(STOP_WAIT_S)  # a look the server never answers is left to its daemon thread
-            self._thread = None
+        self._thread.end()
 
     def _look(self, stop: threading.Event) -> None:
         """Look every ``every_s`` on the clock (a slow look skips, never drifts) until stopped."""

@@ -90,12 +90,13 @@ class HostCpu(StepObserver):
         self.allowed = allowed_cpus(pids)
 
     def sample(self) -> CpuSample:
+        """/proc read once; a server whose top process is gone (restarted) has no share."""
         host, per_cpu = cpu_lines()
         stats = processes()
         mine = descendants(stats, self.root)
         return CpuSample(host, per_cpu, sum(stats[p].cpu + stats[p].children_cpu for p in mine),
                          {p: (stats[p].start, stats[p].cpu) for p in mine},
-                         tree_cpu(self.server, stats) if self.server else None, io_stall_us())
+                         tree_cpu(self.server, stats) if self.server in stats else None, io_stall_us())
 
     def reading(self, before: Any, after: Any, seconds: float) -> dict[str, float]:
         d = {kind: after.host[kind] - before.host[kind] for kind in after.host}

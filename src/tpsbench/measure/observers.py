@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 #: how long a reading waits for the sample at its interval's end (its thread is due then)
@@ -51,6 +51,29 @@ class StepObserver(ABC):
     @abstractmethod
     def reading(self, before: Any, after: Any, seconds: float) -> dict[str, float]:
         """The figures of the ``seconds`` between two samples (rates, percentages)."""
+
+
+class StepThread:
+    """An observer's thread of its own through each step (outage probes, session looks):
+    ``body(stop)`` runs from the step's start until ``stop`` is set at its end; a body that
+    does not end within ``wait_s`` (a call the server never answers) is left to its
+    daemon thread, so that a hung server never holds up the run."""
+
+    def __init__(self, name: str, body: Callable[[threading.Event], None], wait_s: float) -> None:
+        self.name, self.body, self.wait_s = name, body, wait_s
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.body, args=(self.stop,), name=self.name, daemon=True)
+        self.thread.start()
+
+    def end(self) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join(self.wait_s)
+            self.thread = None
 
 
 class Observers:

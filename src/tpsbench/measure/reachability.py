@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from tpsbench.core.target import Target, close_quietly
-from tpsbench.measure.observers import StepObserver
+from tpsbench.measure.observers import StepObserver, StepThread
 
 #: seconds between probes: the precision of an outage's start and length
 PROBE_EVERY_S = 0.1
@@ -45,21 +45,15 @@ class Reachability(StepObserver):
         self._lock = threading.Lock()
         self._outages: list[Outage] = []
         self._probe_since: float | None = None  # start of the probe in flight
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread = StepThread("reachability", self._probe, PROBE_HUNG_S)
 
     def step_started(self, step: int, users: int) -> None:
         with self._lock:
             self._outages = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._probe, args=(self._stop,), name="reachability", daemon=True)
         self._thread.start()
 
     def step_ended(self, step: int) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(PROBE_HUNG_S)  # a hung probe is left to its daemon thread
-            self._thread = None
+        self._thread.end()
 
     def _probe(self, stop: threading.Event) -> None:
         conn: Any = None

@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tpsbench.core.target import SessionWait, Target
+from tpsbench.core.target import SessionWait, Target, rows_of
 
 #: the kinds of wait these servers' sessions show (see the module docstring)
 KINDS = ("cpu", "lock", "client", "other")
@@ -65,7 +65,7 @@ def sessions_query(conn: Any) -> str:
     LOCK_SOURCES it has (asked once per connection, by the caller's cache)."""
     for source, lock_id, table, kind in LOCK_SOURCES:
         schema, name = source.split(".")
-        if _rows(conn, "SELECT 1 FROM information_schema.TABLES"
+        if rows_of(conn, "SELECT 1 FROM information_schema.TABLES"
                        f" WHERE TABLE_SCHEMA = '{schema}' AND TABLE_NAME = '{name}'"):
             return SESSIONS.format(table=f"l.{table}", kind=f"l.{kind}",
                                    join=f" LEFT JOIN {source} l ON l.{lock_id} = t.trx_requested_lock_id")
@@ -75,7 +75,7 @@ def sessions_query(conn: Any) -> str:
 def read_waits(conn: Any, query: str) -> list[SessionWait]:
     """The database's sessions executing a statement, each classified (see the module docstring)."""
     return [classify(_text(state), _text(trx), _text(table), _text(kind))
-            for state, trx, table, kind in _rows(conn, query)]
+            for state, trx, table, kind in rows_of(conn, query)]
 
 
 def classify(state: str, trx_state: str, lock_table: str, lock_type: str) -> SessionWait:
@@ -95,7 +95,7 @@ def classify(state: str, trx_state: str, lock_table: str, lock_type: str) -> Ses
 
 def server_process(conn: Any) -> int | None:
     """The process id in the server's pid file (@@pid_file), where this host can read it."""
-    rows = _rows(conn, "SELECT @@pid_file, @@datadir")
+    rows = rows_of(conn, "SELECT @@pid_file, @@datadir")
     if not rows or not rows[0][0]:
         return None
     path = Path(_text(rows[0][1])) / _text(rows[0][0])  # a relative pid file is in the data directory
@@ -103,16 +103,6 @@ def server_process(conn: Any) -> int | None:
         return int(path.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
-
-
-def _rows(conn: Any, sql: str) -> list[tuple]:
-    """Rows of a parameterless query (no placeholders: DB-API drivers and ODBC spell them apart)."""
-    cur = conn.cursor()
-    try:
-        cur.execute(sql)
-        return [tuple(row) for row in cur.fetchall()]
-    finally:
-        cur.close()
 
 
 def _text(value: Any) -> str:
