@@ -110,6 +110,42 @@ def test_a_row_lock_held_by_another_session_shows_as_lock_waits_on_its_table(hel
     assert not db_waits_threads()
 
 
+@pytest.mark.mysql
+def test_a_metadata_lock_wait_on_mariadb_is_a_lock_wait_by_its_state(mysql_url: str) -> None:
+    """An ALTER TABLE waits for a transaction that read the table: PROCESSLIST's STATE
+    names the wait ("Waiting for table metadata lock"); no table is told for it."""
+    target = open_target(mysql_url)
+    holder = target.connect()
+    execute(holder, "CREATE TABLE hot (id INT PRIMARY KEY)")
+    execute(holder, "SELECT * FROM hot")  # the open transaction holds the table's metadata lock
+
+    def alter() -> None:
+        conn = target.connect()
+        try:
+            execute(conn, "SET SESSION lock_wait_timeout = 10")
+            execute(conn, "ALTER TABLE hot ADD COLUMN v INT")
+        except Exception:  # noqa: BLE001, S110 - a timeout is the end of its wait either way
+            pass
+        finally:
+            conn.close()
+
+    altering = threading.Thread(target=alter)
+    altering.start()
+    observer = DbWaits(target)
+    observer.step_started(1, 1)
+    try:
+        time.sleep(0.3)
+        reading = over(observer, 1.0)
+    finally:
+        observer.step_ended(1)
+        holder.rollback()
+        altering.join()
+        holder.close()
+    assert reading["active"] == pytest.approx(1.0, abs=0.1) and reading["lock_pct"] >= 90, reading
+    assert reading["event.Lock:Waiting for table metadata lock"] >= 90, reading
+    assert not any(k.startswith("lock_on.") for k in reading)
+
+
 def test_an_idle_database_has_no_active_session_the_observers_neither(server: Target) -> None:
     """The other observers' connections probe the database all the while; on PostgreSQL
     they carry the observers' application_name and are left out exactly. MariaDB has no
