@@ -86,6 +86,8 @@ class LoadStep:
     arrivals: str = "poisson"
     #: a folder where a paced step's workers write every transaction's timestamps ("": none)
     trace_dir: str = ""
+    #: users start the step on new connections (none kept from the last step): after a restart
+    fresh: bool = False
 
 
 class RunStatus(str, Enum):
@@ -191,7 +193,8 @@ def check_steps(steps: Sequence[LoadStep]) -> None:
 
 def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None = None,
              on_step: Callable[[StepOutcome], None] | None = None, *, live: Callable[[str], None] | None = print,
-             observers: Sequence[StepObserver] = (), transport: Transport | None = None) -> RunOutcome:
+             observers: Sequence[StepObserver] = (), transport: Transport | None = None,
+             before_step: Callable[[int], None] | None = None) -> RunOutcome:
     """Run the plan's steps one after the other; each step's outcome and the run status.
 
     ``live`` gets one progress line per interval (None: quiet). ``on_interval`` gets every
@@ -200,7 +203,8 @@ def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None
     :class:`StepOutcome`. ``transport`` reaches the workers (default: local processes;
     the workload must be picklable). Ctrl-C ends the run within a few seconds with
     status INTERRUPTED; so does an exception from ``on_interval`` or ``on_step``, which
-    is then raised here once the workers are stopped.
+    is then raised here once the workers are stopped. ``before_step`` gets each step's
+    number before the step is sent (its observers, users and clock not started yet).
     """
     transport = transport or LocalProcesses(plan.workers)
     coordinator = Coordinator(plan, transport, Observers(observers), on_interval, live)
@@ -211,6 +215,7 @@ def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None
                 if coordinator.interrupted:
                     break
                 coordinator.ensure_workers()
+                coordinator.deliver(before_step, number)
                 if coordinator.interrupted:
                     break
                 result = coordinator.run_step(number, step)
@@ -315,7 +320,7 @@ class Coordinator:
             message = WorkerStep(number, users, step.users, step.rampup_s, step.duration_s, step.interval_s,
                                  start_at, think, step.multiplex, active, rate=share(step.rate, len(users), step.users),
                                  arrivals=step.arrivals, phase=index / active, seed=plan.ctx.seed,
-                                 trace_dir=step.trace_dir)
+                                 trace_dir=step.trace_dir, fresh=step.fresh)
             if transport.send(index, message):
                 sent.add(index)
             else:

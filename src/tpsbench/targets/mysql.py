@@ -33,7 +33,7 @@ from tpsbench.core.cursor import CountingCursor
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.sql import SqlDialect
 from tpsbench.core.target import Target, error_codes
-from tpsbench.targets import libmariadb
+from tpsbench.targets import libmariadb, server
 from tpsbench.targets.mysqlclient import MysqlclientCountingCursor, MysqlclientCursor
 from tpsbench.targets.mysqlprepared import PreparedCountingCursor, PreparedCursor
 
@@ -151,6 +151,19 @@ class MysqlFamily(Target):
             # whole seconds, on our clock: "to within a second"
             "counting_since": time.time() - status["uptime_since_flush_status"],
         }
+
+    def cache_sizes(self) -> dict[str, int]:
+        """The schema's tables and indexes (information_schema.TABLES), and InnoDB's buffer pool."""
+        ((size, pool),) = self.fetch_all(
+            "SELECT (SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.TABLES"
+            " WHERE table_schema = DATABASE()), @@innodb_buffer_pool_size", "reading sizes")
+        return {"database_bytes": int(size), "buffer_pool_bytes": int(pool)}
+
+    def server_pid(self) -> int | None:
+        return server.mysql_pid(self) if self.is_local else None
+
+    def restart_server(self) -> None:
+        server.restart_mysql(self)
 
     def connection_limit(self) -> int | None:
         """Connections still free: max_connections less the clients connected now.
