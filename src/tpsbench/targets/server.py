@@ -22,6 +22,8 @@ from tpsbench.core.target import Target
 #: how long a restarted server may take to answer again, and to stop before that
 RESTART_WAIT_S = 60.0
 POLL_S = 0.1
+#: the suffix of InnoDB's buffer pool dump while a cold restart keeps it from being reloaded
+ASIDE = ".tpsbench-cold"
 
 
 def parent_pid(pid: int) -> int | None:
@@ -44,6 +46,20 @@ def pid_from_file(path: str) -> int | None:
     except (OSError, ValueError):
         return None
     return pid if os.path.exists(f"/proc/{pid}") else None
+
+
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended; reaped here if it is ours (a server this module
+    started before), else it would stay a zombie that still has its /proc entry."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except OSError:
+        return True
 
 
 def wait_until(answers: Callable[[], bool], what: str, seconds: float = RESTART_WAIT_S) -> None:
@@ -90,10 +106,11 @@ def restart_postgres(data_directory: str, port: int, pid: int | None) -> None:
     _run([pg_ctl, "-D", data_directory, "-w", "-m", "fast", "restart"], user=owner)
 
 
-def restart_detached(pid: int, shut_down: Callable[[], None]) -> None:
+def restart_detached(pid: int, shut_down: Callable[[], None], aside: str = "") -> None:
     """Stop the server process ``pid`` with ``shut_down`` (SHUTDOWN over SQL) and start the
     same binary again with the same arguments, user and working directory, detached from
-    us (a session of its own, no terminal), as MariaDB's server has no restart of its own."""
+    us (a session of its own, no terminal), as MariaDB's server has no restart of its own.
+    ``aside``: a file moved to ``aside + ASIDE`` while the server starts (the caller puts it back)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as file:
             args = [a.decode() for a in file.read().split(b"\0") if a]
@@ -101,7 +118,9 @@ def restart_detached(pid: int, shut_down: Callable[[], None]) -> None:
     except OSError as exc:
         raise TpsbenchError(f"cannot read the server process {pid}: {exc.strerror}") from None
     shut_down()
-    wait_until(lambda: not os.path.exists(f"/proc/{pid}"), f"the server (process {pid}) did not stop")
+    wait_until(lambda: gone(pid), f"the server (process {pid}) did not stop")
+    if aside and os.path.exists(aside):
+        os.replace(aside, aside + ASIDE)
     subprocess.Popen([binary, *args[1:]], cwd=cwd, user=info.st_uid, group=info.st_gid, start_new_session=True,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -118,6 +137,15 @@ def restart_mysql(target: Target) -> None:
     pid = target.server_pid()
     if pid is None:
         raise TpsbenchError(f"{target.describe()}: the server's process is not found on this host")
+    try:  # InnoDB reloads the pages of its last shutdown's dump at startup (MariaDB 10.3+, MySQL 5.7+)
+        ((datadir, name),) = target.fetch_all("SELECT @@datadir, @@innodb_buffer_pool_filename", "reading")
+        dump = os.path.join(*(v.decode() if isinstance(v, bytes) else str(v) for v in (datadir, name)))
+    except TpsbenchError:  # no such variable: nothing is reloaded
+        dump = ""
     with target.session("shutting the server down") as conn:
-        restart_detached(pid, lambda: conn.cursor().execute("SHUTDOWN"))
-    wait_until(target.answers, f"{target.describe()} did not answer after its restart")
+        restart_detached(pid, lambda: conn.cursor().execute("SHUTDOWN"), aside=dump)
+    try:
+        wait_until(target.answers, f"{target.describe()} did not answer after its restart")
+    finally:  # the dump back for the server's own next start, unless it wrote one meanwhile
+        if dump and os.path.exists(dump + ASIDE) and not os.path.exists(dump):
+            os.replace(dump + ASIDE, dump)
