@@ -121,6 +121,12 @@ def _run(url: str, results: str, cache: str, lines: list[str] | None = None, use
     return run(config, live=(lines.append if lines is not None else None))
 
 
+def _built(url: str, tmp_path: Path) -> tuple[str, str]:
+    """The URL with sysbench built in its database, and a results store of the test's own."""
+    build("sysbench", 1, url)
+    return url, f"sqlite:///{tmp_path / 'results.db'}"
+
+
 def _hit_pct(store: ResultsStore, run_id: int, step: int = 1, interval: int | None = 0) -> float:
     return store.load_run(run_id).readings(step, interval)["database"]["buffer_hit_pct"]
 
@@ -129,9 +135,7 @@ def _hit_pct(store: ResultsStore, run_id: int, step: int = 1, interval: int | No
 @pytest.mark.parametrize("server", ["private_pg", "private_mariadb"])
 def test_cold_steps_start_with_an_empty_buffer_pool(server: str, request: pytest.FixtureRequest,
                                                     tmp_path: Path) -> None:
-    url = request.getfixturevalue(server)
-    results = f"sqlite:///{tmp_path / 'results.db'}"
-    build("sysbench", 1, url)
+    url, results = _built(request.getfixturevalue(server), tmp_path)
     warm = _run(url, results, "warm", users=[2, 2])  # its first step warms the pool for its second
     lines: list[str] = []
     cold = _run(url, results, "cold", lines, users=[2, 2])
@@ -155,9 +159,7 @@ def test_cold_steps_start_with_an_empty_buffer_pool(server: str, request: pytest
 @pytest.mark.parametrize("server", ["pg_url", "mysql_url"])
 def test_fits_in_memory_line_unless_a_cached_run_is_the_point(server: str, request: pytest.FixtureRequest,
                                                               tmp_path: Path) -> None:
-    url = request.getfixturevalue(server)
-    results = f"sqlite:///{tmp_path / 'results.db'}"
-    build("sysbench", 1, url)
+    url, results = _built(request.getfixturevalue(server), tmp_path)
     lines: list[str] = []
     warm = _run(url, results, "warm", lines)
     fits = [line for line in lines if "fits in" in line]
