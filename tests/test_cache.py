@@ -25,6 +25,8 @@ import pytest
 from conftest import copy_of, unavailable
 
 from tpsbench.commands.build import build
+from tpsbench.core.campaign import load_campaign
+from tpsbench.core.errors import TpsbenchError
 from tpsbench.commands.run import RunConfig, RunRecord, run
 from tpsbench.measure.memory import MemoryFit, cgroup_memory_limit, human_size
 from tpsbench.results.schema import BEFORE_STEP
@@ -152,6 +154,8 @@ def test_cold_steps_start_with_an_empty_buffer_pool(server: str, request: pytest
         assert data.readings(step)["outage"]["down_s"] == 0.0  # not in the steady window
         first = min(i.t_start for i in data.intervals if i.step == step)
         assert before["first_at"] + before["down_s"] <= first  # before the step's first interval
+    # no connection of the driver survived a restart: none was lost, none failed
+    assert [(i.errors, i.reconnects) for i in data.intervals if (i.errors, i.reconnects) != (0, 0)] == []
     assert cold.status == "completed" and cold.honesty["match"] is True, cold.honesty
     assert store.load_run(cold.run_id).run.config["cache"] == "cold"
 
@@ -228,3 +232,15 @@ def test_an_unknown_cache_mode_is_refused(tmp_path: Path) -> None:
     done = _cli(["run", "sysbench", "--db", f"sqlite:///{tmp_path / 'x.db'}", "--cache", "tepid"], tmp_path)
     assert done.returncode == 2 and "'tepid' is not one of 'cold', 'warm', 'cached'" in done.stderr
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_campaign_passes_its_cache_mode_on(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    body = 'workload = "tpcc"\nscale = 1\n{}[[target]]\ndb = "sqlite:///a.db"\n'
+    path.write_text(body.format('cache = "cold"\n'))
+    assert load_campaign(path).cache == "cold"
+    path.write_text(body.format(""))
+    assert load_campaign(path).cache == "warm"
+    path.write_text(body.format('cache = "frozen"\n'))
+    with pytest.raises(TpsbenchError, match=r"c.toml: cache must be one of cold, warm, cached, not 'frozen'$"):
+        load_campaign(path)

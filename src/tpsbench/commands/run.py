@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tpsbench import __version__
@@ -195,8 +195,6 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     cache, memory = _cache_mode(config.cache, target)
     for note in [*facts.notes, *memory.notes] if live is not None else ():
         live(note)
-    if cache == "cold":
-        steps = [replace(step, fresh=True) for step in steps]
     cluster = _cluster(config, ctx.url, live)
     try:
         plan = plan_run(ctx, wl, steps, workers=config.workers, target=target,

@@ -126,7 +126,10 @@ def restart_detached(pid: int, shut_down: Callable[[], None], aside: str = "") -
 
 
 def mysql_pid(target: Target) -> int | None:
-    """A MariaDB/MySQL server's process, named in its pid file (relative to its data directory)."""
+    """A MariaDB/MySQL server's process on this host, named in its pid file (relative to its
+    data directory); None for a server elsewhere."""
+    if not target.is_local:
+        return None
     ((pid_file, datadir),) = target.fetch_all("SELECT @@pid_file, @@datadir", "finding the server")
     text = [v.decode() if isinstance(v, bytes) else str(v) for v in (datadir, pid_file)]
     return pid_from_file(os.path.join(*text))
