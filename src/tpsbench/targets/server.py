@@ -75,7 +75,10 @@ def _run(args: list[str], user: str | None = None) -> None:
     """Run a server tool, as ``user`` when that is not who we are; its error in one line."""
     if user is not None and user != pwd.getpwuid(os.geteuid()).pw_name:
         args = ["runuser", "-u", user, "--", *args]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=RESTART_WAIT_S * 2, check=False)
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=RESTART_WAIT_S * 2, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise TpsbenchError(f"{' '.join(args)} failed: {exc}") from None
     if done.returncode:
         said = (done.stderr or done.stdout).strip().splitlines()
         raise TpsbenchError(f"{' '.join(args)} failed: {said[-1] if said else f'exit {done.returncode}'}")
@@ -121,8 +124,11 @@ def restart_detached(pid: int, shut_down: Callable[[], None], aside: str = "") -
     wait_until(lambda: gone(pid), f"the server (process {pid}) did not stop")
     if aside and os.path.exists(aside):
         os.replace(aside, aside + ASIDE)
-    subprocess.Popen([binary, *args[1:]], cwd=cwd, user=info.st_uid, group=info.st_gid, start_new_session=True,
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        subprocess.Popen([binary, *args[1:]], cwd=cwd, user=info.st_uid, group=info.st_gid, start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError as exc:
+        raise TpsbenchError(f"could not start {binary} again: {exc.strerror or exc}") from None
 
 
 def mysql_pid(target: Target) -> int | None:
