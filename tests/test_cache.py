@@ -160,6 +160,7 @@ def test_cold_steps_start_with_an_empty_buffer_pool(server: str, request: pytest
     assert store.load_run(cold.run_id).run.config["cache"] == "cold"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["pg_url", "mysql_url"])
 def test_fits_in_memory_line_unless_a_cached_run_is_the_point(server: str, request: pytest.FixtureRequest,
                                                               tmp_path: Path) -> None:
