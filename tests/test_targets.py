@@ -30,7 +30,8 @@ from tpsbench.targets import open_target
 from tpsbench.core.target import Target, error_codes, error_message
 from tpsbench.targets.rows import LazyRows
 from tpsbench.targets.mssql import MssqlTarget
-from tpsbench.targets.mysql import MysqlTarget, insert_statements
+from tpsbench.targets.mysql import MysqlTarget
+from tpsbench.targets.mysqlinsert import insert_statements
 from tpsbench.targets.odbc import OdbcTarget, parse_connection_string
 
 SERVER_KINDS = ["postgresql", "postgresql+pyodbc", "mysql+pymysql", "mysql+mysqldb", "mysql+pyodbc"]

@@ -25,7 +25,7 @@ from tpsbench.cli.options import (
     stack,
     workload_option,
 )
-from tpsbench.core.parse import parse_duration, parse_rates, parse_users
+from tpsbench.core.parse import CACHE_MODES, parse_duration, parse_rates, parse_users
 from tpsbench.core.workload import Workload
 
 PROCESSES = click.IntRange(min=1)
@@ -97,6 +97,14 @@ def common_run_options(cls: type[Workload]) -> Decorator:
                      help="Pace each user on its own: its transactions start this far apart (fixed:2s,"
                           " uniform:1s..3s, negexp:2s), whether or not the last one has answered, and their latency"
                           " counts from the scheduled start, as with --rate."),
+        click.option("--cache", type=click.Choice(CACHE_MODES), default="warm", show_default=True,
+                     help="What the caches between the database and its storage hold at each step. warm: whatever"
+                          " they hold, and a line before the run when the whole database fits in the server's buffer"
+                          " pool or this host's page cache (reads will not reach the storage); cached: a run from"
+                          " memory is the point, so no line; cold: before each step's ramp-up, as root on the"
+                          " database's host, sync and drop the OS page cache and restart the server to empty its"
+                          " buffer pool (the restart is stored as an outage before the step, outside every measured"
+                          " window). Without root or on a remote server, cold says so in one line and runs warm."),
         click.option("--seed", type=int, default=None, metavar="SEED",
                      help="Random seed, 0 to 2^63-1 (default: drawn, and stored with the run)."),
         click.option("--force", is_flag=True,
@@ -195,6 +203,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
             storage_file=values["storage_file"], data_path=values["data_path"],
             rates=parse_rates(values["rate"]), arrivals=values["arrivals"], trace_dir=values["trace"],
             cluster=values["cluster"], cluster_workers=cluster_workers(values["cluster"], values["cluster_workers"]),
+            cache=values["cache"],
             **campaign_fields(values["campaign"]),
         )
         record = run(config, live=lambda line: click.echo(line, err=True))
@@ -238,5 +247,6 @@ def run() -> None:
       tpsbench run custom --file docs/examples/order_entry.toml --users 1,8
       tpsbench run sysbench --mode oltp_point_select --client text --db mysql://root@127.0.0.1/sbtest   # not prepared
       tpsbench run tpcc --force     # even while another run is active on the database
+      sudo tpsbench run tpcc --users 8,32 --cache cold   # page cache dropped, server restarted before each step
       TPSBENCH_WORKLOADS=~/my-workloads tpsbench run kvtoy   # a workload of your own
     """

@@ -93,7 +93,7 @@ def _start(campaign: Campaign, number: int, campaign_id: int, results_url: str |
             "--scale", str(campaign.scale), "--users", ",".join(map(str, campaign.users)),
             "--rampup", f"{campaign.rampup_s}s", "--duration", f"{campaign.duration_s}s",
             "--interval", f"{campaign.interval_s}s", "--storage", target.storage,
-            "--campaign", f"{campaign_id}:{number}"]
+            "--campaign", f"{campaign_id}:{number}", "--cache", campaign.cache]
     for name, value in campaign.options.items():
         args += [f"--{name.replace('_', '-')}", value]
     if campaign.storage_file:

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from tpsbench import __version__
 from tpsbench.commands.build import build
+from tpsbench.commands.cache import cold_refused, empty_caches
 from tpsbench.commands.storage import storage_facts
 from tpsbench.core.delays import waits_of
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.meta import active_run, note_run_ended, note_run_started, read_meta
-from tpsbench.core.parse import check_seed, check_text
+from tpsbench.core.parse import check_cache, check_seed, check_text
 from tpsbench.core.redact import scrub_text, secrets_of
 from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
@@ -35,9 +36,10 @@ from tpsbench.measure.db_waits import DbWaits
 from tpsbench.measure.host_cpu import HostCpu, server_pid
 from tpsbench.measure.host_info import driver_host
 from tpsbench.measure.observers import StepObserver
-from tpsbench.measure.reachability import Reachability
+from tpsbench.measure.memory import MemoryFit, memory_fit
+from tpsbench.measure.reachability import Reachability, outage_figures
 from tpsbench.measure.reports import clock
-from tpsbench.results.schema import STORAGE_LABEL_MOST
+from tpsbench.results.schema import BEFORE_STEP, STORAGE_LABEL_MOST
 from tpsbench.results.store import ResultsStore, StoreUnwritable
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
@@ -88,6 +90,9 @@ class RunConfig:
     #: processes on this host), and the workers to use by name, address or host (empty: all)
     cluster: str | None = None
     cluster_workers: list[str] = field(default_factory=list)
+    #: "warm" (say when the database fits in memory), "cached" (that is the point: say
+    #: nothing) or "cold" (empty the caches before each step: tpsbench.commands.cache)
+    cache: str = "warm"
 
 
 @dataclass
@@ -156,6 +161,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         check_seed(config.seed)
     check_text("the storage label", config.storage, STORAGE_LABEL_MOST)
     check_text("the notes", config.notes)
+    check_cache(config.cache)
     target = open_target(config.url)
     facts = storage_facts(target, config.storage, config.storage_file, config.data_path)
     label = config.storage or (facts.described.name if facts.described else "")
@@ -187,7 +193,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
                             f"since: {other}): two runs at once fail each other's honesty check; wait for it, or "
                             "add --force")
     watch = default_observers(target, facts.devices) if observers is None else list(observers)
-    for note in facts.notes if live is not None else ():
+    cache, memory = _cache_mode(config.cache, target)
+    for note in [*facts.notes, *memory.notes] if live is not None else ():
         live(note)
     cluster = _cluster(config, ctx.url, live)
     try:
@@ -202,6 +209,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         run_id = store.start_run(
             wl.name, db_url=target.describe(), storage=label,
             config=stored_config | {"options": ctx.options, "driver_host": driver_host(), "storage": facts.stored(),
+                                    "cache": cache, "memory": memory.fit.stored(),
                                     **({"cluster": cluster.facts()} if cluster else {})},
             seed=seed, server=target.server_info(), notes=config.notes, tool_version=__version__,
         )
@@ -221,6 +229,14 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         _finish_step(store, run_id, result, live, secrets_of(target.url))
         kept.append(result.step)
 
+    def empty(step: int) -> None:  # before each step of a cold run: outside every measured window
+        emptied = empty_caches(target, step)
+        if live is not None:
+            live(emptied.line)
+        if emptied.outage is not None:
+            store.add_readings(run_id, step, BEFORE_STEP, {Reachability.name: outage_figures([emptied.outage],
+                                                                                             *emptied.outage)})
+
     # the run is stored as running from here: whatever ends it now (a signal, a lost database) must end it there
     try:
         if live is not None:
@@ -231,7 +247,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             plan,
             on_interval=lambda report: store.add_interval(run_id, report, users_by_step[report.step]),
             on_step=store_step,
-            live=live, observers=watch, transport=cluster,
+            live=live, observers=watch, transport=cluster, before_step=empty if cache == "cold" else None,
         )
         status = outcome.status.value
     except KeyboardInterrupt:  # a second Ctrl-C, or a signal while workers start: what finished is kept
@@ -277,6 +293,27 @@ def _cluster(config: RunConfig, url: str, live: Callable[[str], None] | None) ->
     if live is not None:
         live(describe(cluster))
     return cluster
+
+
+@dataclass(frozen=True)
+class MemoryNotes:
+    fit: MemoryFit
+    notes: list[str]
+
+
+def _cache_mode(asked: str, target: Target) -> tuple[str, MemoryNotes]:
+    """The cache mode the run gets, and what to say of it before the run: why ``cold``
+    cannot be (the run goes on warm), and whether the whole database fits in memory
+    (unless a cached run is the point)."""
+    notes = []
+    why = cold_refused(target) if asked == "cold" else ""
+    if why:
+        notes.append(f"--cache cold: {why}, so the page cache and the server's buffer pool stay warm")
+    cache = "warm" if why else asked
+    fit = memory_fit(target)
+    if cache == "warm" and fit.line():
+        notes.append(fit.line())
+    return cache, MemoryNotes(fit, notes)
 
 
 def default_observers(target: Target, devices: Sequence[Device]) -> list[StepObserver]:

@@ -9,6 +9,7 @@ same time, and published the drives side by side. A campaign says that once::
     rampup = "5s"
     duration = "30s"
     interval = "5s"
+    cache = "cold"                 # optional: warm (default), cached or cold, as run --cache
     storage_file = "pools.toml"    # optional: describes the storage names below
     [options]                      # the workload's run options
     think = "off"
@@ -33,6 +34,7 @@ from typing import Any
 
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.parse import (
+    check_cache,
     check_seed,
     check_text,
     parse_duration,
@@ -43,7 +45,7 @@ from tpsbench.core.parse import (
 from tpsbench.core.redact import safe_url
 
 TOP_KEYS = {"name", "workload", "scale", "users", "rampup", "duration", "interval", "storage_file", "seed",
-            "options", "target"}
+            "options", "target", "cache"}
 TARGET_KEYS = {"db", "storage", "data_path"}
 
 
@@ -67,6 +69,7 @@ class Campaign:
     storage_file: str | None = None
     seed: int | None = None
     options: dict[str, str] = field(default_factory=dict)
+    cache: str = "warm"
 
     def stored(self) -> dict[str, Any]:
         """JSON-able, with the database URLs' passwords hidden (kept with the campaign)."""
@@ -113,6 +116,7 @@ def load_campaign(path: str | Path) -> Campaign:
             storage_file=None if storage_file is None else str(where.parent / _text(storage_file, "storage_file")),
             seed=None if data.get("seed") is None else check_seed(_whole(data["seed"], "seed")),
             options={str(k): str(v) for k, v in options.items()},
+            cache=check_cache(data.get("cache", "warm")),
         )
     except TpsbenchError as exc:
         raise refuse(str(exc)) from None

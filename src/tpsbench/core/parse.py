@@ -117,6 +117,18 @@ def check_seed(seed: int) -> int:
     return seed
 
 
+#: ``--cache``: what a run does about the caches between the database and its storage
+#: (tpsbench.commands.cache)
+CACHE_MODES = ("cold", "warm", "cached")
+
+
+def check_cache(mode: Any) -> str:
+    """A ``--cache`` mode, or a one-line error naming the modes."""
+    if mode not in CACHE_MODES:
+        raise TpsbenchError(f"cache must be one of {', '.join(CACHE_MODES)}, not {mode!r}")
+    return str(mode)
+
+
 def check_text(what: str, text: str, most: int | None = None) -> str:
     """Free text (a storage label, notes) that can be stored: valid UTF-8, no NUL, at
     most ``most`` characters (the results store's column)."""

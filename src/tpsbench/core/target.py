@@ -64,6 +64,10 @@ class Target:
     #: PostgreSQL arrays as Python lists, each result set of a MySQL CALL in turn (the
     #: DB-API drivers and the fast cursors do; pyodbc gives arrays as text).
     routine_answers: ClassVar[bool] = True
+    #: Whether each connection has a buffer pool of its own (SQLite's page cache) and no
+    #: server holds one: new connections start with it empty, and its data lives in the
+    #: driver's processes' page cache.
+    embedded: ClassVar[bool] = False
 
     def __init__(self, url: URL) -> None:
         backend = self.sa_backend or url.drivername.partition("+")[0]
@@ -228,6 +232,30 @@ class Target:
         conn = self.connect()
         self.set_autocommit(conn)
         return conn
+
+    def cache_sizes(self) -> dict[str, int]:
+        """The database's size and the server's buffer pool, in bytes (``database_bytes``,
+        ``buffer_pool_bytes``), each where the server tells it: for telling, before a run,
+        whether the whole database fits in memory (tpsbench.measure.memory)."""
+        return {}
+
+    def server_pid(self) -> int | None:
+        """The server's main process (postmaster, mariadbd) when it runs on this host and
+        can be found; None otherwise (a remote server, an embedded database)."""
+        return None
+
+    def answers(self) -> bool:
+        """Whether a connection can be made now (a restarted server is up again)."""
+        try:
+            close_quietly(self._connect())
+        except Exception:  # noqa: BLE001 - any failure to connect is "not yet"
+            return False
+        return True
+
+    def restart_server(self) -> None:
+        """Restart the server and wait until it answers again: the only way to empty some
+        servers' buffer pools (``--cache cold``). A one-line error where it cannot."""
+        raise TpsbenchError(f"{self.describe()}: tpsbench cannot restart this server")
 
     def connection_limit(self) -> int | None:
         """How many client connections the server accepts in all (None: no limit)."""

@@ -57,8 +57,7 @@ from tpsbench.targets import open_target
 
 #: time between sending a plan and its start, so that every worker has it before it starts
 START_LEAD_S = 0.3
-#: a stopped (Ctrl-C) worker gets this long to report before it is killed; with the exit
-#: that follows, a Ctrl-C returns within 5 s
+#: a stopped (Ctrl-C) worker gets this long to report before it is killed; with the exit after, Ctrl-C takes < 5 s
 STOP_WAIT_S = 2.5
 #: a worker must be up and its imports done within this
 READY_TIMEOUT_S = 60.0
@@ -191,16 +190,16 @@ def check_steps(steps: Sequence[LoadStep]) -> None:
 
 def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None = None,
              on_step: Callable[[StepOutcome], None] | None = None, *, live: Callable[[str], None] | None = print,
-             observers: Sequence[StepObserver] = (), transport: Transport | None = None) -> RunOutcome:
+             observers: Sequence[StepObserver] = (), transport: Transport | None = None,
+             before_step: Callable[[int], None] | None = None) -> RunOutcome:
     """Run the plan's steps one after the other; each step's outcome and the run status.
 
-    ``live`` gets one progress line per interval (None: quiet). ``on_interval`` gets every
-    merged interval as it completes (steady or not; store them all, report only steady
-    ones), with the ``observers``' readings over it; ``on_step`` each finished
-    :class:`StepOutcome`. ``transport`` reaches the workers (default: local processes;
-    the workload must be picklable). Ctrl-C ends the run within a few seconds with
-    status INTERRUPTED; so does an exception from ``on_interval`` or ``on_step``, which
-    is then raised here once the workers are stopped.
+    ``live`` gets one progress line per interval (None: quiet). ``on_interval`` gets every merged interval as it
+    completes (steady or not; store them all, report only steady ones), with the ``observers``' readings over it;
+    ``on_step`` each finished :class:`StepOutcome`. ``transport`` reaches the workers (default: local processes; the
+    workload must be picklable). Ctrl-C ends the run within a few seconds with status INTERRUPTED; so does an
+    exception from ``on_interval`` or ``on_step``, which is then raised here once the workers are stopped.
+    ``before_step(n)`` runs before step n is sent (a server restart): its users then start on new connections.
     """
     transport = transport or LocalProcesses(plan.workers)
     coordinator = Coordinator(plan, transport, Observers(observers), on_interval, live)
@@ -211,9 +210,10 @@ def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None
                 if coordinator.interrupted:
                     break
                 coordinator.ensure_workers()
+                coordinator.deliver(before_step, number)
                 if coordinator.interrupted:
                     break
-                result = coordinator.run_step(number, step)
+                result = coordinator.run_step(number, step, fresh=before_step is not None)
                 results.append(result)
                 coordinator.deliver(on_step, result)
         finally:
@@ -302,7 +302,7 @@ class Coordinator:
                 raise TpsbenchError(f"worker processes did not start within {READY_TIMEOUT_S:.0f} s")
 
     # -- one step ---------------------------------------------------------------------
-    def run_step(self, number: int, step: LoadStep) -> StepOutcome:
+    def run_step(self, number: int, step: LoadStep, fresh: bool = False) -> StepOutcome:
         plan, transport = self.plan, self.transport
         result = StepOutcome(number, step.users, worker_pids=transport.pids())
         start_at = time.time() + START_LEAD_S
@@ -315,7 +315,7 @@ class Coordinator:
             message = WorkerStep(number, users, step.users, step.rampup_s, step.duration_s, step.interval_s,
                                  start_at, think, step.multiplex, active, rate=share(step.rate, len(users), step.users),
                                  arrivals=step.arrivals, phase=index / active, seed=plan.ctx.seed,
-                                 trace_dir=step.trace_dir)
+                                 trace_dir=step.trace_dir, fresh=fresh)
             if transport.send(index, message):
                 sent.add(index)
             else:

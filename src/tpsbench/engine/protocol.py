@@ -45,6 +45,8 @@ class WorkerStep:
     seed: int = 0
     #: a folder where a paced step writes every transaction's timestamps ("": none)
     trace_dir: str = ""
+    #: close the connections kept from the last step first (the server was restarted)
+    fresh: bool = False
 
 
 @dataclass(frozen=True)

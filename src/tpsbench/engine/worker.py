@@ -96,9 +96,10 @@ class Worker:
         Connection setup is not part of any measured transaction (users connect during
         ramp-up, before the steady window), so reusing a connection changes no number;
         it only saves the server a burst of forks between steps. A smaller step starts
-        from fresh connections, as a run at that user count alone would.
+        from fresh connections, as a run at that user count alone would, and so does a
+        step after a server restart (``plan.fresh``: the kept ones are dead).
         """
-        if plan.users_in_step < self.last_users_in_step:
+        if plan.users_in_step < self.last_users_in_step or plan.fresh:
             for user in self.users.values():
                 user.close()
             self.users.clear()

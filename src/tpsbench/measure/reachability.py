@@ -97,14 +97,18 @@ class Reachability(StepObserver):
 
     def reading(self, before: Any, after: Any, seconds: float) -> dict[str, float]:
         """Outage seconds within the window, the outages that began in it and when the first did."""
-        start, end = before[0], after[0]
-        down, began = 0.0, []
-        for first, last in after[1]:
-            last = end if last is None else last
-            down += max(0.0, min(last, end) - max(first, start))
-            if start <= first < end:
-                began.append(first)
-        figures = {"down_s": down, "outages": float(len(began))}
-        if began:
-            figures["first_at"] = min(began)
-        return figures
+        return outage_figures(after[1], before[0], after[0])
+
+
+def outage_figures(outages: list[Outage], start: float, end: float) -> dict[str, float]:
+    """The figures of ``outages`` within the window from ``start`` to ``end`` (wall clock)."""
+    down, began = 0.0, []
+    for first, last in outages:
+        last = end if last is None else last
+        down += max(0.0, min(last, end) - max(first, start))
+        if start <= first < end:
+            began.append(first)
+    figures = {"down_s": down, "outages": float(len(began))}
+    if began:
+        figures["first_at"] = min(began)
+    return figures

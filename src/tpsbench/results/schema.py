@@ -109,6 +109,9 @@ observations_table = sa.Table(
     sa.Column("value", sa.Float, nullable=False),
     sa.Index("ix_observations_run_step", "run_id", "step", "interval"),
 )
+#: the ``interval`` of readings taken before a step's first interval, outside every
+#: measured window: a server restart of ``--cache cold`` (tpsbench.commands.cache)
+BEFORE_STEP = -1
 #: campaigns (tpsbench.commands.campaign): what was asked for, and how it ended
 campaigns_table = sa.Table(
     "campaigns", metadata,

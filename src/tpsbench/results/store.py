@@ -234,6 +234,11 @@ class ResultsStore:
                 self._add_errors(conn, run_id, report)
             self._add_observations(conn, run_id, report.step, report.interval, report.observations)
 
+    def add_readings(self, run_id: int, step: int, interval: int, readings: Readings) -> None:
+        """Store readings of an interval of no report of its own (BEFORE_STEP: a restart)."""
+        with self._transaction(f"storing readings of step {step}") as conn:
+            self._add_observations(conn, run_id, step, interval, readings)
+
     @staticmethod
     def _add_observations(conn: sa.Connection, run_id: int, step: int, interval: int | None,
                           readings: Readings) -> None:

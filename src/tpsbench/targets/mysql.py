@@ -23,18 +23,18 @@ import importlib
 import os
 import tempfile
 import time
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from sqlalchemy.engine import URL
 
-from tpsbench.core.batch import NULL_TEXT, Batch
+from tpsbench.core.batch import Batch
 from tpsbench.core.cursor import CountingCursor
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.sql import SqlDialect
 from tpsbench.core.target import error_codes
-from tpsbench.targets import libmariadb
+from tpsbench.targets import libmariadb, server
 from tpsbench.targets.mysqlclient import MysqlclientCountingCursor, MysqlclientCursor
+from tpsbench.targets.mysqlinsert import insert_rows
 from tpsbench.targets.mysqlprepared import PreparedCountingCursor, PreparedCursor
 from tpsbench.targets.mysqlsessions import MysqlSessions
 
@@ -61,9 +61,6 @@ KEY_SETTINGS = (
 )
 #: drivers by the name used in URLs, with the module that provides each
 DRIVER_MODULES = {"mysqldb": "MySQLdb", "pymysql": "pymysql"}
-#: size of one multi-row INSERT: 1 MiB beat 4 MiB in bench/experiments/results/mysql_bulk_paths.txt,
-#: and stays well under max_allowed_packet (16 MiB on MariaDB, 64 MiB on MySQL 8)
-INSERT_STATEMENT_BYTES = 1 << 20
 SHM = "/dev/shm"
 #: the SHOW GLOBAL STATUS variables read_counters reads (MariaDB 10 and MySQL 5.7/8 have all)
 STATUS_VARIABLES = (
@@ -152,6 +149,21 @@ class MysqlFamily(MysqlSessions):
             # whole seconds, on our clock: "to within a second"
             "counting_since": time.time() - status["uptime_since_flush_status"],
         }
+
+    def cache_sizes(self) -> dict[str, int]:
+        """The schema's tables and indexes (information_schema.TABLES), and InnoDB's buffer pool."""
+        ((size, pool),) = self.fetch_all(
+            "SELECT (SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.TABLES"
+            " WHERE table_schema = DATABASE()), @@innodb_buffer_pool_size", "reading sizes")
+        return {"database_bytes": int(size), "buffer_pool_bytes": int(pool)}
+
+    def server_pid(self) -> int | None:
+        """The process in the server's pid file, where it runs on this host."""
+        return server.mysql_pid(self)
+
+    def restart_server(self) -> None:
+        """SHUTDOWN, the same server started again as it was, and a wait until it answers."""
+        server.restart_mysql(self)
 
     def connection_limit(self) -> int | None:
         """Connections still free: max_connections less the clients connected now.
@@ -342,47 +354,6 @@ def load_data_local(conn: Any, batch: Batch) -> None:
             cur.close()
     if loaded != len(batch):
         raise TpsbenchError(f"LOAD DATA into {batch.table} stored {loaded} of {len(batch)} rows")
-
-
-def insert_rows(conn: Any, batch: Batch, statement_bytes: int = INSERT_STATEMENT_BYTES) -> None:
-    """The batch as multi-row INSERTs of about ``statement_bytes`` each."""
-    cur = conn.cursor()
-    try:
-        for statement in insert_statements(batch, statement_bytes):
-            cur.execute(statement)
-    finally:
-        cur.close()
-
-
-def insert_statements(batch: Batch, statement_bytes: int = INSERT_STATEMENT_BYTES) -> Iterator[bytes]:
-    """``INSERT ... VALUES (...),(...)`` statements holding every row of ``batch`` once.
-
-    Values are rendered as SQL literals from the batch's text form: numbers as they are,
-    strings and timestamps quoted (quotes doubled, backslashes escaped, which is right
-    unless the server runs with NO_BACKSLASH_ESCAPES), NULL as NULL.
-    """
-    head = f"INSERT INTO {batch.table} ({','.join(batch.names)}) VALUES ".encode()
-    columns = []
-    for values, text in zip(batch.columns.values(), batch.text_columns()):
-        if values.dtype.kind in "SM":
-            columns.append([_quoted(v) for v in text])
-        else:
-            columns.append([b"NULL" if v == NULL_TEXT else v for v in text])
-    rows = [b"(" + b",".join(row) + b")" for row in zip(*columns)]
-    start, size = 0, 0
-    for i, row in enumerate(rows):
-        if size and size + len(row) > statement_bytes:
-            yield head + b",".join(rows[start:i])
-            start, size = i, 0
-        size += len(row) + 1
-    if start < len(rows):
-        yield head + b",".join(rows[start:])
-
-
-def _quoted(value: bytes) -> bytes:
-    if value == NULL_TEXT:
-        return b"NULL"
-    return b"'" + value.replace(b"\\", b"\\\\").replace(b"'", b"''") + b"'"
 
 
 def quote_name(name: str) -> str:

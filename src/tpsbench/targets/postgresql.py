@@ -18,6 +18,9 @@ from tpsbench.core.batch import Batch
 from tpsbench.core.cursor import CountingCursor
 from tpsbench.core.sql import SqlDialect
 from tpsbench.core.target import OBSERVER_APPLICATION, WAIT_KINDS, SessionWait, Target
+
+from tpsbench.core.target import Target
+from tpsbench.targets import server
 from tpsbench.targets.libpq import LibpqCountingCursor, LibpqCursor
 
 #: serialization_failure, deadlock_detected, lock_not_available
@@ -168,6 +171,30 @@ class PostgresTarget(Target):
         with self.translate_errors("connect"):
             return psycopg.connect(**self._connect_params() | {"application_name": OBSERVER_APPLICATION},
                                    autocommit=True)
+
+    def cache_sizes(self) -> dict[str, int]:
+        """pg_database_size of this database, and shared_buffers."""
+        with self.translate_errors("reading sizes"), psycopg.connect(**self._connect_params()) as conn:
+            size, pool = conn.execute("SELECT pg_database_size(current_database()),"
+                                      " pg_size_bytes(current_setting('shared_buffers'))").fetchone()  # type: ignore[misc]
+            return {"database_bytes": int(size), "buffer_pool_bytes": int(pool)}
+
+    def server_pid(self) -> int | None:
+        """The postmaster: the parent of our own backend, on this host."""
+        if not self.is_local:
+            return None
+        with self.translate_errors("finding the server"), psycopg.connect(**self._connect_params()) as conn:
+            backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
+            return server.parent_pid(backend)
+
+    def restart_server(self) -> None:
+        """The cluster of this data directory and port restarted (tpsbench.targets.server),
+        then connected to until it answers."""
+        with self.translate_errors("restarting the server"), psycopg.connect(**self._connect_params()) as conn:
+            folder, port = conn.execute("SELECT current_setting('data_directory'), current_setting('port')"
+                                        ).fetchone()  # type: ignore[misc]
+        server.restart_postgres(folder, int(port), self.server_pid())
+        server.wait_until(self.answers, f"{self.describe()} did not answer after its restart")
 
     def connection_limit(self) -> int | None:
         with self.translate_errors("reading max_connections"), psycopg.connect(**self._connect_params()) as conn:

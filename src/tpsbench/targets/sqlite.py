@@ -25,6 +25,7 @@ class SqliteTarget(Target):
     dialect = "sqlite"
     driver = "pysqlite"
     max_load_workers = 1
+    embedded = True
     driver_modules = ("sqlite3",)
     sql = SqlDialect("sqlite", exact_decimals=False, begin="BEGIN IMMEDIATE")
 
@@ -66,6 +67,19 @@ class SqliteTarget(Target):
             return info
         finally:
             conn.close()
+
+    def cache_sizes(self) -> dict[str, int]:
+        """The file and its write-ahead log; the buffer pool is one connection's page cache
+        (cache_size: pages, or KiB when negative)."""
+        if self.path == ":memory:" or not os.path.exists(self.path):
+            return {}
+        size = sum(os.path.getsize(p) for p in (self.path, f"{self.path}-wal") if os.path.exists(p))
+        conn = self.connect()
+        try:
+            pages, page_size = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("cache_size", "page_size"))
+        finally:
+            conn.close()
+        return {"database_bytes": size, "buffer_pool_bytes": -pages * 1024 if pages < 0 else pages * page_size}
 
     def read_counters(self, conn: Any) -> dict[str, float]:
         """None: SQLite keeps its page cache hits and misses per connection, and Python's
