@@ -64,6 +64,13 @@ def context_of(config: Mapping[str, Any], users: int, readings: Readings,
                        devices=_device_names(detected), unloaded=unloaded)
 
 
+def step_verdict(config: Mapping[str, Any], users: int, readings: Readings, earlier: Iterable[Readings]) -> Verdict:
+    """A step's verdict as the run goes (the live line): each device's unloaded await the
+    lowest of this step's and the ``earlier`` steps' steady readings."""
+    unloaded = unloaded_awaits([*earlier, readings])
+    return verdict(readings, context_of(config, users, readings, unloaded))
+
+
 def run_verdicts(data: RunData) -> dict[int, Verdict]:
     """The verdict of every finished step of a stored run (step number -> verdict), each
     device's unloaded await the lowest of all the run's steps."""
