@@ -219,7 +219,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     seen: list[Readings] = []  # the finished steps' steady readings, for the verdicts' unloaded awaits
 
     def store_step(result: StepOutcome) -> None:
-        _finish_step(store, run_id, result, live, secrets_of(target.url), config=stored_config, seen=seen)
+        _finish_step(store, run_id, result, live, secrets_of(target.url), config=stored_config, seen=seen,
+                     db_url=target.describe())
         kept.append(result.step)
 
     # the run is stored as running from here: whatever ends it now (a signal, a lost database) must end it there
@@ -299,10 +300,11 @@ def plan_line(run_id: int, config: RunConfig, results: str) -> str:
 
 def _finish_step(store: ResultsStore, run_id: int, result: StepOutcome, live: Callable[[str], None] | None,
                  secrets: set[str] | frozenset[str] = frozenset(), *, config: Mapping[str, Any] | None = None,
-                 seen: list[Readings] | None = None) -> None:
+                 seen: list[Readings] | None = None, db_url: str = "") -> None:
     """Store the step; its problems (the load ran short of the plan) are stored and said too.
     Given the run's stored ``config``, what limited the step is said as well (``seen``: the
-    steady readings of the run's finished steps, to which this step's are added)."""
+    steady readings of the run's finished steps, to which this step's are added; ``db_url``:
+    the database's, as stored)."""
     if result.summary is not None:
         store.finish_step(run_id, result.step, result.summary, observations=result.observations)
     store.add_problems(run_id, result.step, result.problems)
@@ -311,7 +313,7 @@ def _finish_step(store: ResultsStore, run_id: int, result: StepOutcome, live: Ca
     for problem in result.problems:
         live(f"step {result.step} PROBLEM: {scrub_text(problem, secrets)}")
     if config is not None and seen is not None and result.summary is not None:
-        said = step_verdict(config, result.users, result.observations, seen)
+        said = step_verdict(config, db_url, result.users, result.observations, seen)
         seen.append(result.observations)
         live(f"step {result.step} limited by: {scrub_text(said.text, secrets)}")
 

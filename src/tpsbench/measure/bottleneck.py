@@ -101,7 +101,8 @@ class StepContext:
     """What the verdict needs beyond the readings: the step's users, its pacing (offered and
     achieved arrivals per second; None for a closed loop), whether users waited between
     transactions, whether the server runs on this host, the database's devices (its own
-    first) and each device's unloaded await (``<dev>.r_await_ms`` -> ms, :func:`unloaded_awaits`)."""
+    first), each device's unloaded await (``<dev>.r_await_ms`` -> ms, :func:`unloaded_awaits`)
+    and whether the database is embedded in the driver."""
 
     users: int
     offered_per_s: float | None = None
@@ -111,6 +112,8 @@ class StepContext:
     host: str = ""
     devices: tuple[str, ...] = ()
     unloaded: Mapping[str, float] = field(default_factory=dict)
+    #: the database runs inside the driver's processes (SQLite): their CPU is the database's
+    embedded: bool = False
 
 
 def unloaded_awaits(steps: Iterable[Readings]) -> dict[str, float]:
@@ -168,6 +171,9 @@ class _Step:
         driver = self.get(HOST_CPU, "driver") or 0.0
         server = self.get(HOST_CPU, "server")
         others = self.get(HOST_CPU, "others")
+        if self.context.embedded:  # the driver's processes run the database: theirs is its CPU
+            busy = 100.0 - sum(self.cpu.get(k, 0.0) for k in ("idle", "iowait", "steal"))
+            return {"driver": 0.0, "server": driver, "others": max(0.0, busy - driver) if others is None else others}
         if server is None:
             busy = 100.0 - sum(self.cpu.get(k, 0.0) for k in ("idle", "iowait", "steal"))
             server, others = (max(0.0, busy - driver), 0.0) if self.context.local else (0.0, others or 0.0)
@@ -203,6 +209,9 @@ def _rate(s: _Step) -> Verdict | None:
 def _cpu(s: _Step) -> Verdict | None:
     """driver_cpu, server_cpu or host_cpu, where a CPU limit shows."""
     peak = s.get(HOST_CPU, "driver_peak")
+    if peak is not None and peak >= DRIVER_PEAK_MOST and s.context.embedded:
+        return Verdict("server_cpu", f"database CPU: the embedded database runs in the driver's processes, the "
+                       f"busiest at {_pct(peak)} of a core", {})
     if peak is not None and peak >= DRIVER_PEAK_MOST:
         return Verdict("driver_cpu", "driver CPU: the load generator, not the database, was the limit (busiest "
                        f"worker {_pct(peak)} of a core)", {})
@@ -210,8 +219,10 @@ def _cpu(s: _Step) -> Verdict | None:
     if busy is None or busy < CPU_BUSY_MOST:
         return None
     shares = s.shares()
-    said = ", ".join(f"the {who} {_pct(v)}" if who != "others" else f"others {_pct(v)}"
-                     for who, v in sorted(shares.items(), key=lambda kv: -kv[1]))
+    names = {"driver": "the driver", "server": "the database" if s.context.embedded else "the server",
+             "others": "others"}
+    said = ", ".join(f"{names[who]} {_pct(v)}" for who, v in sorted(shares.items(), key=lambda kv: -kv[1])
+                     if v or who != "driver" or not s.context.embedded)
     largest = max(shares, key=shares.__getitem__)
     if largest == "driver":
         return Verdict("driver_cpu", f"driver CPU: the load generator, not the database, was the limit (CPUs "
@@ -219,7 +230,8 @@ def _cpu(s: _Step) -> Verdict | None:
     if not s.context.local:
         return None
     if largest == "server":
-        return Verdict("server_cpu", f"server CPU: CPUs {_pct(busy)} busy ({said})", {})
+        what = "database CPU (embedded in the driver)" if s.context.embedded else "server CPU"
+        return Verdict("server_cpu", f"{what}: CPUs {_pct(busy)} busy ({said})", {})
     return Verdict("host_cpu", f"other processes' CPU: CPUs {_pct(busy)} busy ({said})", {})
 
 

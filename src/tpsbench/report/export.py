@@ -10,7 +10,8 @@ that version. Any change to the layout (a key added, removed or changed in meani
 new version with a new schema file; ``report-schema-2.json`` (JSON Schema, draft 2020-12)
 is this one, and is strict (no undocumented key) so that the tests catch a change that
 was not versioned. Version 1 was this layout without a step's ``verdict`` and
-``io_per_txn``; a run stored before they existed gets them all the same, from what it stored. Open maps (config, server, readings ...) are as the run stored them.
+``io_per_txn``; a run stored before they existed gets them all the same, from what it
+stored. Open maps (config, server, readings ...) are as the run stored them.
 
 No password reaches the document: the store scrubbed what it kept, and everything is
 scrubbed again here (tpsbench.core.redact), since runs may be built by hand or come from

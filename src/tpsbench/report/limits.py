@@ -31,6 +31,8 @@ IO_LABELS = {"reads": "Reads", "writes": "Writes", "read_kB": "KB read", "writte
              "wal_bytes": "WAL bytes", "redo_bytes": "Redo bytes"}
 #: the key of the figures per committed transaction (any type) in :func:`step_io`
 PER_TXN = "transaction"
+#: the URL scheme of the databases that run inside the driver's processes
+EMBEDDED = "sqlite"
 
 Readings = Mapping[str, Mapping[str, float]]
 
@@ -46,11 +48,12 @@ def _device_names(detected: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def context_of(config: Mapping[str, Any], users: int, readings: Readings,
-               unloaded: Mapping[str, float]) -> StepContext:
+def context_of(config: Mapping[str, Any], users: int, readings: Readings, unloaded: Mapping[str, float],
+               db_url: str | None) -> StepContext:
     """A step's verdict context from its run's stored configuration (options, detected
-    storage) and its steady readings (pacing); a run stored before a key existed reads
-    as a closed loop without waits on a local server."""
+    storage), its database's URL (SQLite is embedded in the driver) and its steady readings
+    (pacing); a run stored before a key existed reads as a closed loop without waits on a
+    local server."""
     pacing = readings.get(PACING, {})
     try:
         waits = waits_of(config.get("options") or {})
@@ -61,14 +64,16 @@ def context_of(config: Mapping[str, Any], users: int, readings: Readings,
     return StepContext(users=users, offered_per_s=pacing.get("offered_per_s"),
                        achieved_per_s=pacing.get("achieved_per_s"), waits=bool(waited),
                        local=not detected.get("remote"), host=str(detected.get("host") or ""),
-                       devices=_device_names(detected), unloaded=unloaded)
+                       devices=_device_names(detected), unloaded=unloaded,
+                       embedded=(db_url or "").startswith(EMBEDDED))
 
 
-def step_verdict(config: Mapping[str, Any], users: int, readings: Readings, earlier: Iterable[Readings]) -> Verdict:
+def step_verdict(config: Mapping[str, Any], db_url: str, users: int, readings: Readings,
+                 earlier: Iterable[Readings]) -> Verdict:
     """A step's verdict as the run goes (the live line): each device's unloaded await the
     lowest of this step's and the ``earlier`` steps' steady readings."""
     unloaded = unloaded_awaits([*earlier, readings])
-    return verdict(readings, context_of(config, users, readings, unloaded))
+    return verdict(readings, context_of(config, users, readings, unloaded, db_url))
 
 
 def run_verdicts(data: RunData) -> dict[int, Verdict]:
@@ -77,7 +82,8 @@ def run_verdicts(data: RunData) -> dict[int, Verdict]:
     finished = [s for s in data.steps if s.summary is not None]
     readings = {s.step: data.readings(s.step) for s in finished}
     unloaded = unloaded_awaits(readings.values())
-    return {s.step: verdict(readings[s.step], context_of(data.run.config, s.users, readings[s.step], unloaded))
+    return {s.step: verdict(readings[s.step],
+                            context_of(data.run.config, s.users, readings[s.step], unloaded, data.run.db_url))
             for s in finished}
 
 
