@@ -11,6 +11,7 @@ storage's until one step's stored readings say the storage was the limit.
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import os
@@ -102,7 +103,7 @@ def test_the_limited_by_row_is_in_every_format(two_runs: tuple[Path, str],
     assert step["verdict"]["kind"] == verdict.kind and step["verdict"]["text"] == verdict.text
     assert step["io_per_txn"][PER_TXN]["writes"] > 0
     page = tpsb(capsys, *report, "html")[0]
-    assert LIMITED_BY in page and "What limited each step" in page and verdict.short in page
+    assert LIMITED_BY in page and "What limited each step" in page and html.escape(verdict.short) in page
 
 
 def test_compare_warns_until_a_step_was_limited_by_storage(two_runs: tuple[Path, str],
@@ -131,3 +132,15 @@ def test_compare_warns_until_a_step_was_limited_by_storage(two_runs: tuple[Path,
     assert run_verdicts(store.load_run(2))[1].kind == "storage"
     assert WARNING not in tpsb(capsys, "compare", "1", "2", "--results", results)[0]
     assert WARNING not in tpsb(capsys, "report", "1", "2", "--results", results, "--format", "html")[0]
+
+
+def test_a_paced_run_well_below_capacity_is_limited_by_its_rate(tmp_path: Path, built_tpcc_sqlite: Path) -> None:
+    from tpsbench.commands.run import RunConfig, run
+
+    said: list[str] = []
+    record = run(RunConfig("tpcc", copy_of(built_tpcc_sqlite, tmp_path), users=[2], rampup_s=1.0, duration_s=3.0,
+                           interval_s=1.0, rates=[20.0], options={"think": "off"},
+                           results_url=f"sqlite:///{tmp_path / 'results.db'}"), live=said.append)
+    found = run_verdicts(record.store.load_run(record.run_id))[1]
+    assert found.kind == "rate" and found.text.startswith("the paced rate: the database kept up, offered ")
+    assert f"step 1 limited by: {found.text}" in said

@@ -123,12 +123,12 @@ def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: 
     runs = select_runs(store, ids, campaign=campaign_id, labels=labels, workload=workload, default="labels")
     comparison = comparison_of(runs)
     click.echo(render(runs), nl=False)
+    warning = not_storage_warning(runs)
+    if warning is not None:  # before the ratios it qualifies; the review's sentences stay last
+        click.echo(f"WARNING: {warning}")
     click.echo(to_text(comparison))
     for line in summary_lines(comparison):
         click.echo(line)
-    warning = not_storage_warning(runs)
-    if warning is not None:
-        click.echo(f"WARNING: {warning}")
 
 
 @click.command()

@@ -222,7 +222,7 @@ def _cpu(s: _Step) -> Verdict | None:
     names = {"driver": "the driver", "server": "the database" if s.context.embedded else "the server",
              "others": "others"}
     said = ", ".join(f"{names[who]} {_pct(v)}" for who, v in sorted(shares.items(), key=lambda kv: -kv[1])
-                     if v or who != "driver" or not s.context.embedded)
+                     if not (s.context.embedded and who == "driver"))  # embedded: the driver's is the database's
     largest = max(shares, key=shares.__getitem__)
     if largest == "driver":
         return Verdict("driver_cpu", f"driver CPU: the load generator, not the database, was the limit (CPUs "
