@@ -102,8 +102,8 @@ def step_io(workload: str, summary: SteadySummary, readings: Readings) -> dict[s
 def limit_rows(data: RunData, steps: Mapping[str, int],
                fmt: Callable[[float], str]) -> tuple[list[tuple[str, list[str]]], list[tuple[str, list[str]]]]:
     """The table's rows for a run whose columns are ``steps`` (column -> step number): the
-    "Limited by" row where some step had readings, and the I/O per transaction rows where the run read I/O (``fmt``
-    formats their values)."""
+    "Limited by" row where some step had readings, and the I/O per transaction rows where
+    the run read I/O (``fmt`` formats their values)."""
     verdicts = run_verdicts(data)
     limited = [(LIMITED_BY, [verdicts[n].short if n in verdicts else "" for n in steps.values()])]
     if not any(v.figures for v in verdicts.values()):
