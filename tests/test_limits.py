@@ -128,6 +128,7 @@ def test_compare_warns_until_a_step_was_limited_by_storage(two_runs: tuple[Path,
     assert "WARNING: these configurations differ by up to " in said and WARNING in said
     assert WARNING in tpsb(capsys, "report", "1", "2", "--results", results)[0]
     assert WARNING in tpsb(capsys, "report", "1", "2", "--results", results, "--format", "csv")[1]
+    assert WARNING in tpsb(capsys, "report", "1", "2", "--results", results, "--format", "html")[0]
     assert WARNING not in tpsb(capsys, "report", "1", "--results", results)[0]  # one run: no comparison
 
     # run 2's step as if its sessions had waited on a saturated device most of the time
