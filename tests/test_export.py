@@ -81,7 +81,7 @@ def conforms(doc: dict[str, Any]) -> list[str]:
 def test_json_of_a_recorded_run_carries_the_stored_numbers_exactly(recorded: tuple[ResultsStore, RunData]) -> None:
     _, data = recorded
     doc = json.loads(to_json([data]))
-    assert doc["schema"] == SCHEMA == "tpsbench-report/1"
+    assert doc["schema"] == SCHEMA == "tpsbench-report/2"
     (r,) = doc["runs"]
     assert (r["id"], r["status"], r["storage"], r["seed"], r["workload"]) == (
         data.run.id, "completed", "A", data.run.seed, "tpcc")

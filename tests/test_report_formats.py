@@ -157,7 +157,7 @@ def test_all_five_formats_carry_the_stores_numbers(campaign: tuple[Path, list[Ru
     check(grid(header, body), runs)
 
     document = json.loads(report("json"))
-    assert document["schema"] == "tpsbench-report/1"
+    assert document["schema"] == "tpsbench-report/2"
     for data, out in zip(runs, document["runs"]):
         assert out["label"] == data.run.storage and out["honesty"] == data.run.honesty
         for step, exported in zip(data.steps, out["steps"]):

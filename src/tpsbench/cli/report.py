@@ -33,7 +33,7 @@ def _emit(text: str, output: str | None, fmt: str) -> None:
 @results_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="rich", show_default=True,
               help="rich for the terminal, markdown for a review, csv for a sheet, json with everything the "
-                   "store has (schema tpsbench-report/1), html: one file with charts that opens offline.")
+                   "store has (schema tpsbench-report/2), html: one file with charts that opens offline.")
 @click.option("--output", default=None, metavar="FILE", help="Write the report to FILE instead of the terminal.")
 @click.option("--txns", is_flag=True,
               help="Add each transaction type's rows: TPS, realised mix, avg, p95 and p99 latency, errors.")
@@ -45,8 +45,11 @@ def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str,
     """Show runs side by side (default: the latest), one block per storage configuration.
 
     Each block has the user loads across and TPS, response time in seconds, the latency
-    percentiles, the workload's metric (tpmC), errors, and the I/O, host CPU and database
-    counters read beside each step; then what the data cannot support, as warnings.
+    percentiles, the workload's metric (tpmC), errors, what limited each step ("Limited
+    by": storage, server CPU, driver CPU, locks, ...), the I/O, host CPU and database
+    counters read beside each step and the I/O per transaction; then what the data cannot
+    support, as warnings (with two runs or more: that no step was limited by storage, in
+    every format: on stderr for markdown, csv and json).
 
     \b
       tpsbench report 3 4 --format markdown
@@ -80,6 +83,11 @@ def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str,
         text = render(runs, format=fmt, review=review, txns=txns)
         if fmt == "rich" and not review:
             text += "".join(f"WARNING: {line}\n" for line in warnings(runs))
+    if fmt in ("markdown", "csv", "json") and not review:
+        from tpsbench.report.limits import not_storage_warning
+
+        if (warning := not_storage_warning(runs)) is not None:
+            click.echo(f"WARNING: {warning}", err=True)
     _emit(text, output, fmt)
 
 
@@ -94,7 +102,8 @@ def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: 
 
     Each RUN_OR_LABEL is a run id or a storage label (its latest completed run); without
     any, every label in the store. The last lines say it as a review does:
-    "H810 vs H800 at 300 users: +62% TPS, +123% IOPS, -35% avg latency".
+    "H810 vs H800 at 300 users: +62% TPS, +123% IOPS, -35% avg latency", and a warning
+    when no compared step was limited by storage (the difference is then not the storage's).
 
     \b
       tpsbench compare "RAID10 10K SAS" "RAID10 8x SSHD"
@@ -104,6 +113,7 @@ def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: 
     from tpsbench.commands.selection import select_runs
     from tpsbench.report.compare import compare as comparison_of
     from tpsbench.report.compare import summary_lines, to_text
+    from tpsbench.report.limits import not_storage_warning
     from tpsbench.report.table import render
     from tpsbench.results.store import ResultsStore
 
@@ -113,6 +123,9 @@ def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: 
     runs = select_runs(store, ids, campaign=campaign_id, labels=labels, workload=workload, default="labels")
     comparison = comparison_of(runs)
     click.echo(render(runs), nl=False)
+    warning = not_storage_warning(runs)
+    if warning is not None:  # before the ratios it qualifies; the review's sentences stay last
+        click.echo(f"WARNING: {warning}")
     click.echo(to_text(comparison))
     for line in summary_lines(comparison):
         click.echo(line)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,10 +35,11 @@ from tpsbench.measure.honesty import honesty_check, honesty_text
 from tpsbench.measure.db_waits import DbWaits
 from tpsbench.measure.host_cpu import HostCpu, server_pid
 from tpsbench.measure.host_info import driver_host
-from tpsbench.measure.observers import StepObserver
+from tpsbench.measure.observers import Readings, StepObserver
 from tpsbench.measure.memory import MemoryFit, memory_fit
 from tpsbench.measure.reachability import Reachability, outage_figures
 from tpsbench.measure.reports import clock
+from tpsbench.report.limits import step_verdict
 from tpsbench.results.schema import BEFORE_STEP, STORAGE_LABEL_MOST
 from tpsbench.results.store import ResultsStore, StoreUnwritable
 from tpsbench.targets import open_target
@@ -206,11 +207,11 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             live(prepared)
         store = ResultsStore(config.results_url)
         stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
+        stored_config |= {"options": ctx.options, "driver_host": driver_host(), "storage": facts.stored(),
+                          "cache": cache, "memory": memory.fit.stored(),
+                          **({"cluster": cluster.facts()} if cluster else {})}
         run_id = store.start_run(
-            wl.name, db_url=target.describe(), storage=label,
-            config=stored_config | {"options": ctx.options, "driver_host": driver_host(), "storage": facts.stored(),
-                                    "cache": cache, "memory": memory.fit.stored(),
-                                    **({"cluster": cluster.facts()} if cluster else {})},
+            wl.name, db_url=target.describe(), storage=label, config=stored_config,
             seed=seed, server=target.server_info(), notes=config.notes, tool_version=__version__,
         )
     except BaseException:
@@ -224,9 +225,11 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     stopped: StoreUnwritable | None = None  # a write failed: the run stopped there
     mark = ""
     before: dict[str, int] | None = None  # the database's own counts, once read
+    seen: list[Readings] = []  # the finished steps' steady readings, for the verdicts' unloaded awaits
 
     def store_step(result: StepOutcome) -> None:
-        _finish_step(store, run_id, result, live, secrets_of(target.url))
+        _finish_step(store, run_id, result, live, secrets_of(target.url), config=stored_config, seen=seen,
+                     db_url=target.describe())
         kept.append(result.step)
 
     def empty(step: int) -> None:  # before each step of a cold run: outside every measured window
@@ -339,14 +342,23 @@ def plan_line(run_id: int, config: RunConfig, results: str) -> str:
 
 
 def _finish_step(store: ResultsStore, run_id: int, result: StepOutcome, live: Callable[[str], None] | None,
-                 secrets: set[str] | frozenset[str] = frozenset()) -> None:
-    """Store the step; its problems (the load ran short of the plan) are stored and said too."""
+                 secrets: set[str] | frozenset[str] = frozenset(), *, config: Mapping[str, Any] | None = None,
+                 seen: list[Readings] | None = None, db_url: str = "") -> None:
+    """Store the step; its problems (the load ran short of the plan) are stored and said too.
+    Given the run's stored ``config``, what limited the step is said as well (``seen``: the
+    steady readings of the run's finished steps, to which this step's are added; ``db_url``:
+    the database's, as stored)."""
     if result.summary is not None:
         store.finish_step(run_id, result.step, result.summary, observations=result.observations)
     store.add_problems(run_id, result.step, result.problems)
-    if live is not None:
-        for problem in result.problems:
-            live(f"step {result.step} PROBLEM: {scrub_text(problem, secrets)}")
+    if live is None:
+        return
+    for problem in result.problems:
+        live(f"step {result.step} PROBLEM: {scrub_text(problem, secrets)}")
+    if config is not None and seen is not None and result.summary is not None:
+        said = step_verdict(config, db_url, result.users, result.observations, seen)
+        seen.append(result.observations)
+        live(f"step {result.step} limited by: {scrub_text(said.text, secrets)}")
 
 
 def _database_counts(wl: Workload, target: Target) -> dict[str, int]:

@@ -5,20 +5,22 @@ Why JSON beside the table: reviewers re-plot, re-compare and archive their runs 
 their own tools, and a table's rounded cells are not data. The document carries every
 stored figure exactly as stored (floats are not rounded: Python writes the shortest text
 that reads back as the same float), under a versioned layout that says every key and its
-unit, so that a script written against ``tpsbench-report/1`` keeps reading later files of
+unit, so that a script written against ``tpsbench-report/2`` keeps reading later files of
 that version. Any change to the layout (a key added, removed or changed in meaning) is a
-new version with a new schema file; ``report-schema-1.json`` (JSON Schema, draft 2020-12)
+new version with a new schema file; ``report-schema-2.json`` (JSON Schema, draft 2020-12)
 is this one, and is strict (no undocumented key) so that the tests catch a change that
-was not versioned. Open maps (config, server, readings ...) are as the run stored them.
+was not versioned. Version 1 was this layout without a step's ``verdict`` and
+``io_per_txn``; a run stored before they existed gets them all the same, from what it
+stored. Open maps (config, server, readings ...) are as the run stored them.
 
 No password reaches the document: the store scrubbed what it kept, and everything is
 scrubbed again here (tpsbench.core.redact), since runs may be built by hand or come from
 a store written by another tool.
 
-Layout ``tpsbench-report/1``; times are ISO 8601 in UTC ("2024-05-01T12:00:00.000000Z"),
+Layout ``tpsbench-report/2``; times are ISO 8601 in UTC ("2024-05-01T12:00:00.000000Z"),
 durations in seconds, latencies in milliseconds, rates per second unless named otherwise:
 
-``schema``      "tpsbench-report/1"
+``schema``      "tpsbench-report/2"
 ``tpsbench``    version of the tpsbench that wrote the document
 ``runs``        list of Run, in the order asked for
 
@@ -47,6 +49,14 @@ Step:
 ``duration_s`` (s, planned; null where not recorded); ``summary`` (Summary, or null: the
 step did not finish); ``main_metric`` ({"name": "tpmC", "value": per minute} for
 workloads that have one, else null); ``readings`` (Readings over the steady window);
+``verdict`` (what limited the step, tpsbench.measure.bottleneck: ``kind`` one of storage,
+server_cpu, driver_cpu, host_cpu, locks, rate, think, undetermined; ``text`` the sentence
+with its figures; ``figures`` "observer.figure" -> value it rests on; ``subject`` the
+device, table or lock it names, or ""; null where the step did not finish);
+``io_per_txn`` (per -> figure -> value: per committed transaction under "transaction",
+and per committed transaction of the workload's headline type under its name, e.g.
+"new_order": reads, writes, read_kB, written_kB (device I/O of the database's storage),
+wal_bytes (PostgreSQL) or redo_bytes (MariaDB, MySQL); only the figures the step read);
 ``errors`` (list of {"txn", "count", "message"}: transactions that failed, by message,
 over the whole step); ``problems`` (list of str: the engine's, e.g. the load ran short of
 its plan); ``intervals`` (list of Interval, ramp-up and tail included); ``histograms``
@@ -93,22 +103,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
 from importlib.resources import files
 from typing import Any
 
 from tpsbench import __version__
 from tpsbench.core.redact import scrub, secrets_of
+from tpsbench.measure.bottleneck import Verdict
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.reports import ALL
+from tpsbench.report.limits import run_verdicts, step_io
 from tpsbench.report.table import main_metric, run_labels
 from tpsbench.results.records import RunData, StoredInterval, StoredStep
 from tpsbench.results.schema import PROBLEM
 from tpsbench.results.store import ResultsStore
 
-SCHEMA = "tpsbench-report/1"
+SCHEMA = "tpsbench-report/2"
 #: the JSON Schema of SCHEMA, beside this module (it ships with the package)
-SCHEMA_FILE = "report-schema-1.json"
+SCHEMA_FILE = "report-schema-2.json"
 #: a run's step histograms: (run id, step) -> transaction or "*" -> histogram
 Histograms = Mapping[tuple[int, int], Mapping[str, LatencyHistogram]]
 
@@ -147,7 +160,7 @@ def _interval(i: StoredInterval, readings: Readings) -> dict[str, Any]:
             "errors": i.errors, "reconnects": i.reconnects, "readings": readings.get((i.step, i.interval), {})}
 
 
-def _step(data: RunData, number: int, record: StoredStep | None, readings: Readings,
+def _step(data: RunData, number: int, record: StoredStep | None, readings: Readings, verdict: Verdict | None,
           histograms: Mapping[str, LatencyHistogram] | None) -> dict[str, Any]:
     """One step; ``record`` is None for a step the store has intervals of but no row (a
     run stopped before the step ended), whose users are then its intervals'."""
@@ -162,6 +175,8 @@ def _step(data: RunData, number: int, record: StoredStep | None, readings: Readi
            "summary": summary.to_dict() if summary is not None else None,
            "main_metric": {"name": metric[0], "value": metric[1]} if metric is not None else None,
            "readings": readings.get((number, None), {}),
+           "verdict": asdict(verdict) if verdict is not None else None,
+           "io_per_txn": step_io(data.run.workload, summary, readings.get((number, None), {})) if summary else {},
            "errors": [{"txn": e.txn, "count": e.count, "message": e.message} for e in errors if e.txn != PROBLEM],
            "problems": [e.message for e in errors if e.txn == PROBLEM],
            "intervals": [_interval(i, readings) for i in intervals]}
@@ -175,10 +190,11 @@ def _run(data: RunData, label: str, histograms: Histograms | None) -> dict[str, 
     r = data.run
     records = {s.step: s for s in data.steps}
     readings = _readings(data)
+    verdicts = run_verdicts(data)
     numbers = sorted(set(records) | {i.step for i in data.intervals} | {e.step for e in data.errors}
                      | {step for step, _ in readings})
-    steps = [_step(data, n, records.get(n), readings, histograms.get((r.id, n)) if histograms is not None else None)
-             for n in numbers]
+    steps = [_step(data, n, records.get(n), readings, verdicts.get(n),
+                   histograms.get((r.id, n)) if histograms is not None else None) for n in numbers]
     record = {"id": r.id, "label": label, "workload": r.workload, "status": r.status, "storage": r.storage,
               "started_at": _time(r.started_at), "ended_at": _time(r.ended_at), "seed": r.seed,
               "tool_version": r.tool_version, "db_url": r.db_url, "notes": r.notes, "config": r.config,

@@ -22,6 +22,7 @@ from typing import Any
 from tpsbench import __version__
 from tpsbench.measure.honesty import honesty_text
 from tpsbench.report import charts
+from tpsbench.report.limits import not_storage_warning, run_verdicts
 from tpsbench.report.table import (
     METRIC_HEADER,
     STORAGE_HEADER,
@@ -213,6 +214,21 @@ def figure(chart: charts.Chart) -> str:
             f"{chart.svg}{notes}</figure>")
 
 
+def limits_section(runs: Sequence[RunData], labels: Sequence[str]) -> str:
+    """What limited each step, a row a step with its figures in words, and the warning when
+    compared configurations were not limited by their storage (tpsbench.report.limits)."""
+    rows = []
+    for data, label in zip(runs, labels):
+        verdicts = run_verdicts(data)
+        rows += [_row([label, str(step.users), verdicts[step.step].short, verdicts[step.step].text], head=1)
+                 for step in sorted(data.steps, key=lambda s: (s.users, s.step)) if step.step in verdicts]
+    if not rows:
+        return ""
+    warning = not_storage_warning(runs)
+    return (_table(["configuration", "users", "limited by", "why"], rows, cls="settings")
+            + (f'<p class="warn">{_e(warning)}</p>' if warning else ""))
+
+
 def _when(at: datetime | None) -> str:
     return f"{at:%Y-%m-%d %H:%M:%S %Z}".strip() if at is not None else ""
 
@@ -241,6 +257,7 @@ def to_html(runs: Sequence[RunData], histograms: charts.Histograms | None = None
     storage = [data.run.config.get("storage") or {} for data in runs]
     sections = [
         ("results", "Results per user load", review_table(table) + (f'<ul class="warn">{notes}</ul>' if notes else "")),
+        ("limits", "What limited each step", limits_section(runs, labels)),
         ("charts", "Charts", "".join(map(figure, drawn))),
         ("usl", "Scalability model", usl_section(runs, labels)),
         ("runs", "The runs", "".join([

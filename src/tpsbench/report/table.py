@@ -35,6 +35,7 @@ from tpsbench.measure.host_cpu import FIGURES as CPU_FIGURES
 from tpsbench.measure.host_cpu import HostCpu
 from tpsbench.measure.reachability import Reachability
 from tpsbench.measure.summary import SteadySummary, TxnSummary
+from tpsbench.report.limits import limit_rows, verdict_lines
 from tpsbench.results.records import RunData
 from tpsbench.results.schema import BEFORE_STEP, PROBLEM
 from tpsbench.workloads import workload_classes
@@ -218,7 +219,8 @@ def _rows(data: RunData, summaries: Sequence[SteadySummary], txns: bool) -> list
 
 def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list[str]]]:
     """What the step observers read over each step's steady window: each row where the run
-    has readings of it (outages only where a step had one: a clean run's table stays short)."""
+    has readings of it (outages only where a step had one: a clean run's table stays short),
+    what limited each step first and the I/O per transaction last (tpsbench.report.limits)."""
     readings = {label: data.readings(step) for label, step in steps.items()}
     rows = []
     for name, observer, figures, scale, fmt, if_any in OBSERVER_ROWS:
@@ -226,7 +228,8 @@ def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list
                   if all(f in r.get(observer, {}) for f in figures)}
         if values and (any(values.values()) or not if_any):
             rows.append((name, [fmt(values[label]) if label in values else "" for label in steps]))
-    return rows + _worker_host_rows(readings)
+    limited, per_txn = limit_rows(data, steps, _ms)
+    return limited + rows + _worker_host_rows(readings) + per_txn
 
 
 #: (row label, host_cpu figure, value shown) of each worker host's rows
@@ -387,6 +390,6 @@ def render(runs: Sequence[RunData], format: str = "rich", width: int = 160, *, r
         return to_csv(table)
     console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
     console.print(to_rich(table))
-    for line in error_lines(runs):
+    for line in [*error_lines(runs), *([] if review else verdict_lines(runs))]:
         console.print(line, markup=False, highlight=False, overflow="fold")
     return console.file.getvalue()  # type: ignore[attr-defined]

@@ -19,6 +19,7 @@ from tpsbench.engine.pacing import PACING
 from tpsbench.measure.honesty import honesty_text
 from tpsbench.measure.summary import PERCENTILES, SteadySummary
 from tpsbench.report.compare import users_text
+from tpsbench.report.limits import not_storage_warning
 from tpsbench.results.records import RunData, StoredStep
 
 #: a step whose steady intervals' TPS has a coefficient of variation (sample standard
@@ -110,9 +111,11 @@ def _dip(data: RunData) -> str | None:
 
 
 def warnings(runs: Sequence[RunData]) -> list[str]:
-    """Every warning for ``runs``, run by run: how it ended, its honesty check, then each
-    step in user-load order, then the shape of its TPS curve."""
-    out = []
+    """Every warning for ``runs``: that the configurations compared were not limited by
+    their storage (tpsbench.report.limits), then run by run: how it ended, its honesty
+    check, then each step in user-load order, then the shape of its TPS curve."""
+    storage = not_storage_warning(runs)
+    out = [storage] if storage is not None else []
     for data in runs:
         name = _run_name(data)
         if data.run.status != "completed":
