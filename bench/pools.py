@@ -216,8 +216,13 @@ class Cgroups:
         for knob in ("read", "write"):
             (self.blkio / f"blkio.throttle.{knob}_iops_device").write_text(f"{majmin} {iops or 0}")
 
-    def pids(self) -> list[int]:
-        return sorted({int(p) for d in self.dirs for p in (d / "cgroup.procs").read_text().split()})
+    def oom_kills(self) -> int:
+        """Processes the memory limit has killed so far: a cluster that lost a backend so
+        has crashed and restarted, and its figures are not the storage's."""
+        for line in (self.memory / "memory.oom_control").read_text().splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+        return 0
 
 
 @contextlib.contextmanager
@@ -227,6 +232,8 @@ def cgroups(name: str, memory_mb: int | None) -> Iterator[Cgroups]:
     groups = Cgroups(name)
     try:
         for folder in (groups.blkio, groups.memory):
+            if folder.exists():
+                raise PoolsUnavailable(f"cgroup {folder} exists already (left by a killed run? rmdir it)")
             folder.mkdir()
             groups.dirs.append(folder)
         if memory_mb is not None:

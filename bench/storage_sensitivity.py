@@ -209,9 +209,11 @@ def main() -> None:
             seconds = build_and_copy(clusters, args.warehouses, args.all_cached)
             print(f"# built once and copied to each pool in {seconds:.0f} s; pools: "
                   + ", ".join(f"{name} {pool.device or 'tmpfs'}" for name, pool in made.items()))
+            groups_of: dict[str, pools.Cgroups] = {}
             for name, cluster in clusters.items():
                 limit = None if memory_mb is None else memory_mb + (size_mb if name == "tmpfs" else 0)
                 groups = stack.enter_context(pools.cgroups(f"sens_{name.replace('-', '_')}", limit))
+                groups_of[name] = groups
                 cluster.start(groups)
                 if name == "loop-throttled" and iops:
                     groups.throttle(cluster.pool.majmin, iops)
@@ -220,7 +222,13 @@ def main() -> None:
             said: list[str] = []
             outcome = run_campaign(campaign_file(folder, clusters, args), concurrent=args.concurrent,
                                    results_url=results, live=said.append)
+            if outcome.status == "interrupted":  # the runs saw the signal, the campaign returned
+                raise KeyboardInterrupt
             report(outcome.campaign_id, outcome.status, said, made, results, args.all_cached)
+            for name, groups in groups_of.items():
+                if groups.oom_kills():
+                    print(f"WARNING {name}: the memory cgroup killed {groups.oom_kills()} of its cluster's processes "
+                          f"(the cluster restarted): give it more --memory-mb")
     except pools.PoolsUnavailable as exc:
         raise SystemExit(f"storage_sensitivity.py: {exc}") from None
     except KeyboardInterrupt:
