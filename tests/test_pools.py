@@ -6,16 +6,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from throttled_pool import ThrottledPg, throttled_pg  # noqa: F401  (the fixture)
 
 from tpsbench.commands.run import RunConfig, run
+
+pytestmark = pytest.mark.slow  # a cluster of its own, built, and two runs: some 30 s
 
 
 def device_iops(url: str, device: str, folder: Path) -> tuple[float, float, float]:
     """A short sysbench update run: the loop device's reads and writes per second over its
     steady window, and its TPS."""
     folder.mkdir()
-    config = RunConfig("sysbench", url, users=[4], rampup_s=1.0, duration_s=4.0, interval_s=1.0, seed=1,
+    config = RunConfig("sysbench", url, users=[4], rampup_s=0.5, duration_s=3.0, interval_s=1.0, seed=1,
                        results_url=f"sqlite:///{folder / 'results.db'}",
                        options={"mode": "oltp_update_non_index"})
     record = run(config, live=None)
