@@ -21,9 +21,11 @@ and step from ``tpsbench report --campaign ID --format json``: TPS, p95, the poo
 IOPS, util and await, device I/O per transaction, and tpsbench's verdict and I/O per
 transaction where this tpsbench has them.
 
-``--all-cached``: no memory cgroup and no throttle (unless ``--iops`` is given): the
-database stays in the page cache, as in the earlier experiment; tpsbench's own "fits in
-memory" line and the compare's warning are printed as they come.
+``--all-cached``: no memory cgroup and no throttle (unless ``--iops`` is given; the first
+pool is then ``loop-b``, a second unthrottled loop device): the database stays in the
+page cache, as in the earlier experiment; tpsbench's own "fits in memory" line and the
+compare's warning are printed as they come. With a throttle the WAL's flushes still
+reach the throttled device, so that pool would still be limited by its storage.
 
 Everything set up is taken down at the end, also on Ctrl-C and SIGTERM. Needs root,
 cgroup v1 (blkio, memory), postgresql-common, a free loop device; ports 5451-5453
@@ -54,8 +56,9 @@ from tpsbench.commands.campaign import run_campaign  # noqa: E402
 from tpsbench.core.errors import TpsbenchError  # noqa: E402
 from tpsbench.core.parse import parse_duration, parse_users  # noqa: E402
 
-#: the pools, in the campaign's order; the first holds the build
-POOLS = ("loop-throttled", "loop", "tmpfs")
+#: the pools, in the campaign's order (the first holds the build); without a throttle the
+#: first is just a second loop device
+POOLS, UNTHROTTLED_FIRST = ("loop-throttled", "loop", "tmpfs"), "loop-b"
 #: TPC-C's size in PostgreSQL per warehouse and fixed, from bench/results/sizes_tpcc.txt
 PG_MB_PER_WAREHOUSE, PG_MB_FIXED = 99.2, 12.6
 #: room on each pool beyond the database: the WAL (max_wal_size 1 GB) and the tables' growth
@@ -149,7 +152,7 @@ def acceptance(runs: dict[str, dict[str, Any]]) -> list[str]:
     tps = {name: {s["users"]: s["summary"]["tps"] for s in run["steps"] if s["summary"]} for name, run in runs.items()}
     lines = []
     for users, fast in sorted(tps.get("loop", {}).items()):
-        slow = tps.get("loop-throttled", {}).get(users)
+        slow = tps.get(POOLS[0], {}).get(users)
         if users >= 8 and slow is not None:
             lines.append(f"{users:>3} users: throttled {slow:.1f} / unthrottled {fast:.1f} TPS = {slow / fast:.2f} "
                          f"({'below' if slow < fast / 2 else 'NOT below'} half)")
@@ -202,8 +205,9 @@ def main() -> None:
         with contextlib.ExitStack() as stack:
             stack.enter_context(pools.signals_raise())
             base = stack.enter_context(pools.workspace())
+            names = POOLS if iops else (UNTHROTTLED_FIRST, *POOLS[1:])
             made = {name: stack.enter_context(pools.tmpfs_pool(base, name, size_mb) if name == "tmpfs"
-                                              else pools.loop_pool(base, name, size_mb)) for name in POOLS}
+                                              else pools.loop_pool(base, name, size_mb)) for name in names}
             clusters = {name: stack.enter_context(pools.cluster(pool, f"sens_{n}", args.port + n))
                         for n, (name, pool) in enumerate(made.items())}
             seconds = build_and_copy(clusters, args.warehouses, args.all_cached)
@@ -215,7 +219,7 @@ def main() -> None:
                 groups = stack.enter_context(pools.cgroups(f"sens_{name.replace('-', '_')}", limit))
                 groups_of[name] = groups
                 cluster.start(groups)
-                if name == "loop-throttled" and iops:
+                if name == POOLS[0] and iops:
                     groups.throttle(cluster.pool.majmin, iops)
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tpsb-sensitivity-")))
             results = f"sqlite:///{folder / 'results.db'}"

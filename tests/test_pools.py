@@ -4,10 +4,13 @@ on this machine, for the bottleneck verdict's tests and bench/storage_sensitivit
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from throttled_pool import ThrottledPg, throttled_pg  # noqa: F401  (the fixture)
+from throttled_pool import BENCH, ThrottledPg, require_pools, throttled_pg  # noqa: F401  (the fixture)
 
 from tpsbench.commands.run import RunConfig, run
 
@@ -39,3 +42,33 @@ def test_the_throttle_holds_the_loop_device_to_its_iops_which_the_run_exceeds_wi
     assert writes > 0  # every commit's WAL still reached the device, just more slowly
     assert free_writes > limit, (free_writes, throttled_pg.iops)
     assert free_tps > tps
+
+
+SET_UP_AND_WAIT = """
+import sys, time
+sys.path[:0] = [{bench!r}]
+import pools
+with pools.signals_raise(), pools.workspace() as base, pools.loop_pool(base, "a", 64) as loop, \\
+        pools.tmpfs_pool(base, "b", 64), pools.cgroups("test_term", 128) as groups, \\
+        pools.cluster(loop, "test_term", 5458) as cluster:
+    cluster.start(groups)
+    groups.throttle(loop.majmin, 100)
+    print(base, loop.device, flush=True)
+    time.sleep(60)
+"""
+
+
+def test_sigterm_takes_down_every_pool_cgroup_and_cluster() -> None:
+    require_pools()
+    proc = subprocess.Popen([sys.executable, "-c", SET_UP_AND_WAIT.format(bench=BENCH)], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    base, device = proc.stdout.readline().split()
+    assert Path("/etc/postgresql/15/tpsb_test_term").exists() and Path("/sys/fs/cgroup/blkio/tpsb_test_term").exists()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) != 0
+    assert not Path(base).exists()
+    assert not Path("/etc/postgresql/15/tpsb_test_term").exists()
+    assert not any(Path(f"/sys/fs/cgroup/{c}/tpsb_test_term").exists() for c in ("blkio", "memory"))
+    assert base not in Path("/proc/mounts").read_text()
+    assert not Path(f"/sys/class/block/{device}/loop/backing_file").exists()

@@ -52,14 +52,19 @@ class ThrottledPg:
             self.groups.throttle(self.majmin, self.iops)
 
 
+def require_pools() -> None:
+    """Skip (fail under CI=true) where this host cannot have bench/pools.py's pools."""
+    try:
+        pools.check_host()
+    except pools.PoolsUnavailable as exc:
+        unavailable("emulated storage pools (bench/pools.py)", exc)
+
+
 @pytest.fixture(scope="module")
 def throttled_pg() -> Iterator[ThrottledPg]:
     """A cluster on ext4 over a loop device, sysbench built unthrottled, then throttled to
     :data:`IOPS`; cluster, cgroups, mount and loop device removed after the module."""
-    try:
-        pools.check_host()
-    except pools.PoolsUnavailable as exc:
-        unavailable("a throttled loop device (bench/pools.py)", exc)
+    require_pools()
     from tpsbench.commands.build import build
 
     with contextlib.ExitStack() as stack:
