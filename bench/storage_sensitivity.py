@@ -65,12 +65,14 @@ PG_MB_PER_WAREHOUSE, PG_MB_FIXED = 99.2, 12.6
 ROOM_MB = 2048
 
 
-def tpsbench(*args: str, results: str) -> str:
+def tpsbench(*args: str, results: str | None = None) -> str:
     """A tpsbench command of this checkout; its output (its one-line error raised)."""
-    done = subprocess.run([sys.executable, "-m", "tpsbench", *args], capture_output=True, text=True,
-                          env={**os.environ, "TPSBENCH_RESULTS": results}, check=False)
+    env = {**os.environ, **({"TPSBENCH_RESULTS": results} if results else {})}
+    done = subprocess.run([sys.executable, "-m", "tpsbench", *args], capture_output=True, text=True, env=env,
+                          check=False)
     if done.returncode != 0:
-        raise SystemExit(f"tpsbench {args[0]}: {(done.stderr.strip() or done.stdout.strip()).splitlines()[-1:]}")
+        said = (done.stderr.strip() or done.stdout.strip() or f"exit {done.returncode}").splitlines()[-1]
+        raise SystemExit(f"tpsbench {args[0]}: {said}")
     return done.stdout
 
 
@@ -81,10 +83,7 @@ def build_and_copy(clusters: dict[str, pools.Cluster], warehouses: int, all_cach
     first, *others = clusters.values()
     first.start()
     first.psql("CREATE DATABASE tpcc")
-    done = subprocess.run([sys.executable, "-m", "tpsbench", "build", "tpcc", "--scale", str(warehouses),
-                           "--db", first.url("tpcc")], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"build: {(done.stderr.strip() or done.stdout.strip()).splitlines()[-1]}")
+    tpsbench("build", "tpcc", "--scale", str(warehouses), "--db", first.url("tpcc"))
     first.psql("VACUUM ANALYZE", "tpcc")
     first.stop()
     for other in others:
