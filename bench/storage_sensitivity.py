@@ -31,7 +31,7 @@ Everything set up is taken down at the end, also on Ctrl-C and SIGTERM. Needs ro
 cgroup v1 (blkio, memory), postgresql-common, a free loop device; ports 5451-5453
 (``--port``). It runs this checkout's tpsbench (src/ first on the path).
 Run: ``python bench/storage_sensitivity.py [--duration 60s] | tee bench/results/storage_sensitivity.txt``;
-a quick look: ``--warehouses 4 --memory-mb 128 --duration 15s --rampup 5s --interval 5s``.
+a quicker look (some 8 minutes): ``--rampup 10s --duration 20s --interval 5s``.
 """
 
 from __future__ import annotations
