@@ -7,8 +7,11 @@ at the end of each step."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,9 @@ from tpsbench.report.limits import run_verdicts
 #: short steps, as bench/record_readings.py's (its lock holder is timed to them)
 STEP = record_readings.STEP
 LIVE = re.compile(r"^step (\d+) limited by: (.*)$")
+
+#: each a real run of 4 s steps or more (the throttled pool's and the pinned cluster's some 30 s)
+pytestmark = pytest.mark.slow
 
 
 def judged(config: RunConfig) -> tuple[dict[int, Verdict], dict[int, str], Any]:
@@ -51,7 +57,6 @@ def sbtest() -> Iterator[str]:
         yield url
 
 
-@pytest.mark.slow  # a cluster of its own on a loop device, built, and two steps: some 30 s
 def test_a_throttled_loop_device_is_storage_naming_it_at_every_step(throttled_pg: ThrottledPg,  # noqa: F811
                                                                       tmp_path: Path) -> None:
     verdicts, live, data = judged(sysbench(throttled_pg.url, "oltp_update_non_index", [1, 8], tmp_path))
@@ -82,7 +87,6 @@ def test_a_hot_table_locked_by_another_session_is_locks_naming_it(sbtest: str, t
     print(verdicts[1].text)
 
 
-@pytest.mark.slow  # a cluster of its own, built, and a step: some 15 s
 def test_point_selects_from_one_driver_process_on_the_server_s_core_are_cpu(tmp_path: Path) -> None:
     with record_readings.pinned_cluster() as port:
         if port is None:
@@ -116,4 +120,10 @@ def test_a_remote_server_is_undetermined_in_one_line_and_the_run_records_what_it
     readings = data.readings(1)
     assert readings["host_cpu"]["driver"] >= 0 and "server" not in readings["host_cpu"]
     assert readings["db_waits"]["active"] >= 0  # the server's own view of its sessions still read
+    report = subprocess.run([sys.executable, "-m", "tpsbench", "report", str(data.run.id), "--results",
+                             f"sqlite:///{tmp_path / 'results.db'}", "--format", "json"],
+                            capture_output=True, text=True, check=True, timeout=120)
+    (exported,) = json.loads(report.stdout)["runs"]
+    assert exported["config"]["storage"]["detected"] == {"remote": True, "host": "127.1"}
+    assert exported["steps"][0]["verdict"]["text"] == live[1]
     print(live[1])
