@@ -327,3 +327,45 @@ def copy_data(source: Cluster, target: Cluster) -> None:
     stays in /etc/postgresql, with its own port)."""
     shutil.rmtree(target.data)
     sh("cp", "-a", str(source.data), str(target.data))
+
+
+@dataclass(frozen=True)
+class Throttled:
+    """A cluster's database ``url`` on loop device ``device`` (MAJ:MIN ``majmin``), its
+    processes in ``groups``, throttled to ``iops`` read and ``iops`` write IOPS."""
+
+    url: str
+    device: str
+    iops: int
+    groups: Cgroups
+    majmin: str
+
+    @contextlib.contextmanager
+    def unthrottled(self) -> Iterator[None]:
+        """The same cluster with the throttle lifted for a while, put back after."""
+        self.groups.throttle(self.majmin, None)
+        try:
+            yield
+        finally:
+            self.groups.throttle(self.majmin, self.iops)
+
+
+@contextlib.contextmanager
+def throttled_sysbench(name: str, port: int, iops: int, tables: int, table_size: int) -> Iterator[Throttled]:
+    """A cluster on ext4 over a loop device with a sysbench database ``sbtest`` built
+    unthrottled, then throttled to ``iops``: a run on it is limited by its storage (the
+    tests' throttled_pg fixture, bench/record_readings.py). All taken down on exit."""
+    from tpsbench.commands.build import build
+
+    with contextlib.ExitStack() as stack:
+        base = stack.enter_context(workspace())
+        pool = stack.enter_context(loop_pool(base, "throttled", 1024))
+        made = stack.enter_context(cluster(pool, name, port))
+        groups = stack.enter_context(cgroups(name, None))
+        made.start(groups)
+        made.psql("CREATE DATABASE sbtest")
+        url = made.url("sbtest").replace("postgresql://", "postgresql+psycopg://")
+        build("sysbench", tables, url, show_progress=False, options={"table_size": str(table_size)})
+        groups.throttle(pool.majmin, iops)
+        assert pool.device is not None
+        yield Throttled(url, pool.device, iops, groups, pool.majmin)

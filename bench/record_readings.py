@@ -2,7 +2,7 @@
 
 Each scenario is a short real run (3 s steps) whose limit is known by construction; its
 steps' steady readings (observer -> figure -> value, as the results store keeps them),
-users, TPS and pacing are written to tests/fixtures/readings/<name>.json, so that
+users, TPS, the share of the users' time in transactions and pacing are written to tests/fixtures/readings/<name>.json, so that
 tpsbench.measure.bottleneck can be tested on what the observers really read, not on
 figures made up to fit it:
 
@@ -15,6 +15,9 @@ figures made up to fit it:
   PostgreSQL cluster of this script's own (port 5471) both pinned to CPU 0 with taskset
   (the shared servers are never pinned: others measure on them); where no cluster can be
   made here, the shared server is used with only the driver pinned, and the file says so;
+- ``storage_throttled_pg``: sysbench update_non_index at 1 and 8 users on a PostgreSQL
+  cluster of its own (port 5483) on an ext4 loop device throttled to 50 read and 50 write
+  IOPS by a blkio cgroup (bench/pools.py);
 - ``idle_think_sqlite``: TPC-C on SQLite with fixed keying and think times: the users
   spend their time waiting, not the database.
 
@@ -32,10 +35,12 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,13 +50,17 @@ import pymysql
 
 import tpsbench
 from tpsbench.commands.run import RunConfig, run
+from tpsbench.report.limits import working_share
+from tpsbench.results.store import ResultsStore
 from tpsbench.targets import open_target
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "readings"
 PG = "postgresql://postgres@127.0.0.1:{port}/{db}"
 MARIADB = "mysql://root@127.0.0.1:3306/{db}"
 #: the private, pinned cluster of cpu_shared_core_pg
-PRIVATE_PORT, PRIVATE_CLUSTER = 5471, "tpsb_rec"
+PRIVATE_PORT, PRIVATE_CLUSTER = 5482, "tpsb_rec"
+#: the throttled pool's cluster of storage_throttled_pg
+THROTTLED_PORT = 5483
 STEP = {"rampup_s": 1.0, "duration_s": 3.0, "interval_s": 1.0}
 
 
@@ -126,27 +135,68 @@ class Holder:
             conn.close()
 
 
-def record(name: str, what: str, config: RunConfig, notes: dict[str, Any] | None = None,
-           holder: Holder | None = None) -> None:
-    """Run ``config`` (with ``holder`` on a thread of its own) and write its steps' steady readings."""
+def run_holding(config: RunConfig, holder: Holder | None = None, live: Callable[[str], None] | None = None) -> Any:
+    """Run ``config`` with ``holder`` on a thread of its own (each live line to ``live`` too)."""
     thread = threading.Thread(target=holder.body) if holder else None
+
+    def said(line: str) -> None:
+        if holder:
+            holder.live(line)
+        if live:
+            live(line)
+
     if thread:
         thread.start()
     try:
-        outcome = run(config, live=holder.live if holder else None)
+        return run(config, live=said if holder or live else None)
     finally:
         if holder:
             holder.ramped.set()
         if thread:
             thread.join()
+
+
+@dataclass(frozen=True)
+class PinnedRun:
+    """A run of the CLI pinned to one CPU: its store, its id, its status and its output lines (stdout, then stderr)."""
+
+    store: ResultsStore
+    run_id: int
+    status: str
+    lines: list[str]
+
+
+def run_pinned(config: RunConfig, cpu: int = 0) -> PinnedRun:
+    """Run ``config`` (sysbench, its mode, users, workers, step times, seed and results) through
+    the CLI under ``taskset -c cpu``: every driver process, the multiprocessing helpers
+    included, is pinned from its start (pinning this process's thread later would not
+    reach the helpers it already started, and the affinity masks read would say so)."""
+    command = ["taskset", "-c", str(cpu), sys.executable, "-m", "tpsbench", "run", config.workload, "--db",
+               config.url or "", "--users", ",".join(map(str, config.users)), "--processes", str(config.workers or 1),
+               "--rampup", f"{config.rampup_s}s", "--duration", f"{config.duration_s}s", "--interval",
+               f"{config.interval_s}s", "--seed", str(config.seed), "--results", config.results_url or "",
+               "--mode", config.options["mode"]]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300)
+    store = ResultsStore(config.results_url, create=False)
+    last = max(store.list_runs(), key=lambda r: r.id)
+    return PinnedRun(store, last.id, last.status, (done.stdout + done.stderr).splitlines())
+
+
+def record(name: str, what: str, config: RunConfig, notes: dict[str, Any] | None = None,
+           holder: Holder | None = None, pinned: bool = False) -> None:
+    """Run ``config`` (with ``holder`` on a thread of its own, or ``pinned`` to CPU 0 by
+    :func:`run_pinned`) and write its steps' steady readings."""
+    outcome = run_pinned(config) if pinned else run_holding(config, holder)
     data = outcome.store.load_run(outcome.run_id)
     steps = [{"step": s.step, "users": s.users, "tps": round(s.summary.tps, 3) if s.summary else None,
+              "working": working_share(s.summary),
               "paced": bool(config.rates), "rate": config.rates[min(i, len(config.rates) - 1)] if config.rates else None,
               "readings": data.readings(s.step)} for i, s in enumerate(data.steps)]
     server = open_target(config.url)
     document = {"name": name, "what": what, "recorded": datetime.now(UTC).isoformat(timespec="seconds"),
                 "workload": config.workload, "options": config.options, "server": server.dialect,
                 "server_local": server.is_local, "cpus": os.cpu_count(), "status": outcome.status,
+                "storage": data.run.config.get("storage"),
                 **(notes or {}), "steps": steps}
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{name}.json").write_text(json.dumps(document, indent=1) + "\n")
@@ -190,17 +240,24 @@ def paced_pg() -> None:
 def cpu_shared_core_pg() -> None:
     with pinned_cluster() as port:
         pinned = port is not None
-        os.sched_setaffinity(0, {0})  # the driver: this process and the workers it starts
-        try:
-            with pg_database("tpsb_rec_cpu", port or 5432) as url:
-                what = ("sysbench point selects, 8 users on one driver process; driver and server pinned to CPU 0 "
-                        "(taskset), the host's other CPU free for others" if pinned else
-                        "sysbench point selects, 8 users on one driver process pinned to CPU 0; the shared server "
-                        "NOT pinned (no private cluster could be made here)")
-                record("cpu_shared_core_pg", what, sysbench(url, "oltp_point_select", 8, workers=1),
-                       notes={"pinned": {"driver": [0], "server": [0] if pinned else None}})
-        finally:
-            os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+        with pg_database("tpsb_rec_cpu", port or 5432) as url:
+            what = ("sysbench point selects, 8 users on one driver process; driver and server pinned to CPU 0 "
+                    "(taskset), the host's other CPU free for others" if pinned else
+                    "sysbench point selects, 8 users on one driver process pinned to CPU 0; the shared server "
+                    "NOT pinned (no private cluster could be made here)")
+            record("cpu_shared_core_pg", what, sysbench(url, "oltp_point_select", 8, workers=1),
+                   notes={"pinned": {"driver": [0], "server": [0] if pinned else None}}, pinned=True)
+
+
+def storage_throttled_pg() -> None:
+    import pools  # bench/pools.py, beside this script
+
+    with pools.throttled_sysbench("rec_throttled", THROTTLED_PORT, 50, 2, 10_000) as made:
+        config = RunConfig("sysbench", made.url, users=[1, 8], options={"mode": "oltp_update_non_index"}, seed=1,
+                           results_url=f"sqlite:///{tempfile.mkdtemp(prefix='tpsb-rec-')}/results.db", **STEP)
+        record("storage_throttled_pg", f"sysbench update_non_index, 1 and 8 users, on a PostgreSQL cluster of its own "
+               f"on ext4 over {made.device} throttled to 50 read and 50 write IOPS (blkio cgroup)", config,
+               notes={"device": made.device, "iops": made.iops})
 
 
 def idle_think_sqlite() -> None:
@@ -213,7 +270,8 @@ def idle_think_sqlite() -> None:
                "the users wait, the database does not", config)
 
 
-SCENARIOS = {f.__name__: f for f in (locks_pg, locks_mariadb, paced_pg, cpu_shared_core_pg, idle_think_sqlite)}
+SCENARIOS = {f.__name__: f for f in (locks_pg, locks_mariadb, paced_pg, cpu_shared_core_pg, storage_throttled_pg,
+                                      idle_think_sqlite)}
 
 
 def main() -> None:

@@ -7,6 +7,8 @@ edge; then the I/O per transaction (tpsbench.measure.io_per_txn) on the same rea
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ import pytest
 from tpsbench.measure import bottleneck as b
 from tpsbench.measure.bottleneck import KINDS, StepContext, Verdict, unloaded_awaits, verdict
 from tpsbench.measure.io_per_txn import io_per_txn
+from tpsbench.report.limits import context_of
 
 LOCAL = StepContext(users=8, devices=("loop1",), unloaded={"loop1.r_await_ms": 0.3, "loop1.w_await_ms": 0.5})
 #: a host with room everywhere: 40 % busy, the device 12 % busy, few lock waits
@@ -122,8 +125,17 @@ def test_lock_waits_name_the_table_or_the_internal_lock() -> None:
     assert found.kind == "locks" and found.subject == "stock"
     assert found.text == "lock waits on stock: 72 % of active time"
     assert judge(db_waits={"lock_pct": 49.9}).kind == "undetermined"
-    lw = judge(db_waits={"lwlock_pct": 50.0, "event.LWLock:WALWrite": 45.0})
-    assert lw.kind == "locks" and lw.text == "internal lock waits (LWLock:WALWrite): 50 % of active time"
+    lw = judge(db_waits={"lwlock_pct": 50.0, "event.LWLock:BufferContent": 45.0})
+    assert lw.kind == "locks" and lw.text == "internal lock waits (LWLock:BufferContent): 50 % of active time"
+
+
+def test_waits_on_the_wal_write_lock_are_the_storage_s() -> None:
+    """Sessions queue on LWLock:WALWrite while one of them flushes the WAL: I/O, not a lock."""
+    found = judge(db_waits={"lwlock_pct": 80.0, "event.LWLock:WALWrite": 75.0, "io_pct": 12.0,
+                            "event.IO:WALSync": 12.0, "cpu_pct": 5.0})
+    assert found.kind == "storage" and found.subject == "loop1", found
+    assert "87 % of the database's active time waiting on I/O (IO:WALSync, LWLock:WALWrite)" in found.text
+    assert judge(db_waits={"lwlock_pct": 50.0, "event.LWLock:WALWrite": 45.0, "io_pct": 4.9}).kind == "undetermined"
 
 
 def test_of_several_saturated_the_one_the_sessions_waited_on_most_wins() -> None:
@@ -193,3 +205,28 @@ def test_an_embedded_database_s_cpu_is_the_driver_processes() -> None:
     assert verdict({"host_cpu": {**busy["host_cpu"], "driver": 20.0}}, embedded).kind == "host_cpu"
     peak = verdict({"host_cpu": {"driver_peak": 95.0, "idle": 50.0}}, embedded)
     assert peak.kind == "server_cpu" and "busiest at 95 % of a core" in peak.text
+
+
+#: steps' steady readings recorded from real runs whose limit is known by construction
+#: (bench/record_readings.py), and the kinds their verdict may be
+READINGS = Path(__file__).resolve().parent / "fixtures" / "readings"
+RECORDED = {"storage_throttled_pg": ("storage",), "paced_pg": ("rate",), "locks_pg": ("locks",),
+            "locks_mariadb": ("locks",), "cpu_shared_core_pg": ("driver_cpu", "server_cpu"),
+            "idle_think_sqlite": ("think",)}
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_the_verdict_on_readings_recorded_from_real_runs(name: str) -> None:
+    document = json.loads((READINGS / f"{name}.json").read_text())
+    config = {"options": document["options"], "storage": document["storage"]}
+    steps = document["steps"]
+    assert steps and all(s["readings"] for s in steps)
+    unloaded = unloaded_awaits([s["readings"] for s in steps])
+    for step in steps:
+        context = context_of(config, step["users"], step["readings"], unloaded, document["server"], step["working"])
+        found = verdict(step["readings"], context)
+        assert found.kind in RECORDED[name], (step["users"], found)
+        if name == "storage_throttled_pg":  # the loop device the throttle holds, not the disk beneath it
+            assert found.subject == document["device"] and found.text.startswith(f"storage: {document['device']}, ")
+        if name.startswith("locks_"):
+            assert found.subject == "sbtest1", found

@@ -258,7 +258,7 @@ def test_the_recorded_readings_carry_the_agreed_figures(path: Path) -> None:
                           "sqlite": "sqlite:///x.db"}[recorded["server"]])
     for step in recorded["steps"]:
         cpu, waits = step["readings"]["host_cpu"], step["readings"].get("db_waits")
-        assert {"others", "driver_peak", "busy_allowed"} <= set(cpu)
+        assert {"others", "driver_peak", "busy_allowed", "allowed_pct"} <= set(cpu)
         assert ("server" in cpu) == (recorded["server"] != "sqlite")  # every server here is local
         if target.wait_kinds:
             assert {"active", *(f"{kind}_pct" for kind in target.wait_kinds)} <= set(waits)

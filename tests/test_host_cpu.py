@@ -53,6 +53,7 @@ def test_a_driver_pinned_to_one_cpu_shows_it_busy_and_itself_at_one_core() -> No
     reading = out["reading"]
     assert abs(reading["busy_allowed"] - out["cpu0_pct"]) < 3.0, out  # CPU 0's busy share, not the host's
     assert reading["busy_allowed"] >= 90, out  # the pinned driver keeps its CPU busy, whoever else runs there
+    assert reading["allowed_pct"] == pytest.approx(100.0 / (os.cpu_count() or 1), abs=0.01)  # one CPU of all
     assert abs(reading["driver_peak"] - out["own_pct"]) < 10.0, out  # in percent of one core
     assert reading["driver"] == pytest.approx(reading["driver_peak"] / (os.cpu_count() or 1), abs=5.0)
     assert reading["others"] >= 0

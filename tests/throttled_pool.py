@@ -9,10 +9,8 @@ postgresql-common, no free loop device), and fails instead under CI=true.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,32 +22,15 @@ if BENCH not in sys.path:
 import pools  # noqa: E402
 
 #: the fixture's cluster's port (bench/storage_sensitivity.py takes 5451-5453)
-PORT = 5459
+PORT = 5481
 #: read and write IOPS of the throttle: well below what the loop device does unthrottled
 IOPS = 50
 #: the sysbench database built before the throttle: small, built in a few seconds
 TABLES, TABLE_SIZE = 2, 10_000
 
 
-@dataclass(frozen=True)
-class ThrottledPg:
-    """``url`` (a database ``sbtest`` with sysbench's tables) on loop device ``device``,
-    its cluster's processes throttled to ``iops`` read and ``iops`` write IOPS."""
-
-    url: str
-    device: str
-    iops: int
-    groups: pools.Cgroups
-    majmin: str
-
-    @contextlib.contextmanager
-    def unthrottled(self) -> Iterator[None]:
-        """The same cluster with the throttle lifted for a while, put back after."""
-        self.groups.throttle(self.majmin, None)
-        try:
-            yield
-        finally:
-            self.groups.throttle(self.majmin, self.iops)
+#: ``url`` (a database ``sbtest`` with sysbench's tables) on loop device ``device``, throttled
+ThrottledPg = pools.Throttled
 
 
 def require_pools() -> None:
@@ -65,17 +46,5 @@ def throttled_pg() -> Iterator[ThrottledPg]:
     """A cluster on ext4 over a loop device, sysbench built unthrottled, then throttled to
     :data:`IOPS`; cluster, cgroups, mount and loop device removed after the module."""
     require_pools()
-    from tpsbench.commands.build import build
-
-    with contextlib.ExitStack() as stack:
-        base = stack.enter_context(pools.workspace())
-        pool = stack.enter_context(pools.loop_pool(base, "throttled", 1024))
-        cluster = stack.enter_context(pools.cluster(pool, "test_throttled", PORT))
-        groups = stack.enter_context(pools.cgroups("test_throttled", None))
-        cluster.start(groups)
-        cluster.psql("CREATE DATABASE sbtest")
-        url = cluster.url("sbtest").replace("postgresql://", "postgresql+psycopg://")
-        build("sysbench", TABLES, url, show_progress=False, options={"table_size": str(TABLE_SIZE)})
-        groups.throttle(pool.majmin, IOPS)
-        assert pool.device is not None
-        yield ThrottledPg(url, pool.device, IOPS, groups, pool.majmin)
+    with pools.throttled_sysbench("test_throttled", PORT, IOPS, TABLES, TABLE_SIZE) as made:
+        yield made

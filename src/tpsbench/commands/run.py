@@ -356,7 +356,7 @@ def _finish_step(store: ResultsStore, run_id: int, result: StepOutcome, live: Ca
     for problem in result.problems:
         live(f"step {result.step} PROBLEM: {scrub_text(problem, secrets)}")
     if config is not None and seen is not None and result.summary is not None:
-        said = step_verdict(config, db_url, result.users, result.observations, seen)
+        said = step_verdict(config, db_url, result.users, result.observations, seen, result.summary)
         seen.append(result.observations)
         live(f"step {result.step} limited by: {scrub_text(said.text, secrets)}")
 

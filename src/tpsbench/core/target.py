@@ -215,15 +215,13 @@ class Target:
     default_port: ClassVar[int | None] = None
 
     def read_waits(self, conn: Any) -> list[SessionWait]:
-        """What each client session of this database that is executing a statement is
-        doing now, leaving out ``conn``'s and the observers' own (:meth:`observer_connection`):
-        for tpsbench.measure.db_waits, which samples it several times a second. ``conn``
-        is in autocommit mode. Only targets with :attr:`wait_kinds` implement it."""
+        """What each of this database's client sessions executing a statement is doing now,
+        but ``conn``'s (autocommit) and the observers' own, for tpsbench.measure.db_waits;
+        only targets with :attr:`wait_kinds` implement it."""
         raise NotImplementedError
 
     def server_process(self) -> int | None:
-        """A process id the server names as one of its own on its host (its main process
-        or a child of it), for finding its CPU when it runs here; None if it will not say."""
+        """A process id of the server's own on its host, for its CPU; None if it will not say."""
         return None
 
     def observer_connection(self) -> Any:

@@ -1,18 +1,17 @@
 """What limited a step: a verdict from the step observers' readings over its steady window.
 
-Why: a figure in a storage review is a storage result only if the storage limited it. Two
-cores or one Python worker bound the TPS of many a "storage comparison", and a table of
-TPS per pool says nothing of it. :func:`verdict` reads what the observers read (host CPU
-split into the server's, the driver's and others', the database's devices, the database's
-own sessions' waits, pacing) and names the limit with the figures behind it, or says
-"undetermined" and why. It is a pure function of one step's readings and a small
-:class:`StepContext`; the run's callers (the live line, every report format) build the
-context, so that every place says the same.
+Why: a figure in a storage review is a storage result only if the storage limited it, and
+two cores or one Python worker bound the TPS of many a "storage comparison". :func:`verdict`
+reads what the observers read (host CPU by whose it was, the database's devices, its
+sessions' waits, pacing) and names the limit with the figures behind it, or says
+"undetermined" and why: a pure function of one step's readings and a :class:`StepContext`,
+which the run's callers build, so that the live line and every report say the same.
 
 The rules, in the order they are tried:
 
 1. ``rate``: a paced step whose users achieved RATE_KEPT_LEAST of the offered arrivals:
-   the schedule, not a resource, set the TPS.
+   the schedule, not a resource, set the TPS; ``think``: users with waits between
+   transactions that spent less than THINK_WORKING_MOST of their time in transactions.
 2. The saturated resources, each a candidate: ``driver_cpu`` (a worker at DRIVER_PEAK_MOST
    of one core, or the CPUs the driver and the server may use busy at CPU_BUSY_MOST with the
    driver the largest share), ``server_cpu`` / ``host_cpu`` (those CPUs busy, the server's or
@@ -26,12 +25,10 @@ The rules, in the order they are tried:
    (driver: waiting on the client; CPU: on CPU; storage: I/O; locks: lock waits); on a tie
    (no session waits read) the order above: driver, server CPU, host CPU, storage, locks,
    as a saturated CPU slows everything it serves, I/O completions included.
-3. ``think``: the users waited between transactions (keying, think times) and nothing
-   was saturated.
+3. ``think``: users with waits (their working share unknown) and nothing saturated.
 4. ``undetermined``, with the reason: nothing was saturated (with its figures), no
    readings, or a remote server, whose CPU and devices are not read here (only the
-   driver's CPU and the sessions' waits, which the server itself reports, can name a
-   limit then).
+   driver's CPU and the sessions' waits can name a limit then).
 """
 
 from __future__ import annotations
@@ -68,9 +65,16 @@ IO_WAIT_LEAST = 50.0
 IO_PRESSURE_LEAST = 50.0
 #: the sessions waiting on locks half their active time: they serialise on each other
 LOCK_WAIT_LEAST = 50.0
+#: users with waits between transactions (keying, think times) that spent less than this share
+#: of their time in transactions were held back by those waits, not by a resource: a busy
+#: host or a loaded neighbour slows each transaction, but the TPS stays users / (wait + time)
+THINK_WORKING_MOST = 0.5
+#: internal locks whose holder waits on the storage: PostgreSQL's sessions queue on the WAL
+#: write lock while one of them flushes the WAL (a throttled device at 8 users: 86 % of active
+#: time on LWLock:WALWrite, 13 % on IO:WALSync), so that time is the storage's, not a lock's
+IO_BEHIND_LOCKS = ("LWLock:WALWrite",)
 
-#: observer names (measure.host_cpu, measure.disk_io, measure.db_waits): kept here as
-#: names, as the verdict reads stored readings and needs none of the observers' code
+#: observer names: the verdict reads stored readings and needs none of the observers' code
 HOST_CPU, DISK_IO, DB_WAITS, DATABASE = "host_cpu", "disk_io", "db_waits", "database"
 #: the per-device figures whose lowest value over a run is the device's unloaded await
 AWAITS = ("r_await_ms", "w_await_ms")
@@ -114,6 +118,9 @@ class StepContext:
     unloaded: Mapping[str, float] = field(default_factory=dict)
     #: the database runs inside the driver's processes (SQLite): their CPU is the database's
     embedded: bool = False
+    #: the share of the users' time spent in transactions (TPS x mean response time / users,
+    #: Little's law); None where not known
+    working: float | None = None
 
 
 def unloaded_awaits(steps: Iterable[Readings]) -> dict[str, float]:
@@ -157,6 +164,20 @@ class _Step:
             self.used[f"{observer}.{figure}"] = value
         return value
 
+    def io_share(self) -> float | None:
+        """Percent of the sessions' active time waiting on I/O, their own or a lock holder's
+        (:data:`IO_BEHIND_LOCKS`); None where the database does not tell I/O waits apart."""
+        io = self.get(DB_WAITS, "io_pct")
+        if io is None:
+            return None
+        behind = sum(self.waits.get(f"event.{e}", 0.0) for e in IO_BEHIND_LOCKS)
+        return min(100.0, io + behind)
+
+    def lwlock_share(self) -> float:
+        """Percent of the active time on internal locks not held for the storage."""
+        behind = sum(self.waits.get(f"event.{e}", 0.0) for e in IO_BEHIND_LOCKS)
+        return max(0.0, self.waits.get("lwlock_pct", 0.0) - behind)
+
     def busy(self) -> float | None:
         """Percent busy of the CPUs the driver and server may use (else of the host's)."""
         allowed = self.get(HOST_CPU, "busy_allowed")
@@ -177,24 +198,40 @@ class _Step:
         if server is None:
             busy = 100.0 - sum(self.cpu.get(k, 0.0) for k in ("idle", "iowait", "steal"))
             server, others = (max(0.0, busy - driver), 0.0) if self.context.local else (0.0, others or 0.0)
+        allowed, busy_allowed = self.cpu.get("allowed_pct"), self.cpu.get("busy_allowed")
+        if allowed and busy_allowed is not None and allowed < 100.0:
+            # driver and server pinned to some CPUs: weigh them against the busy time of those
+            # CPUs (in percent of them); others' work on CPUs they may not use limits neither
+            scale = 100.0 / allowed
+            driver, server = driver * scale, server * scale
+            others = max(0.0, busy_allowed - driver - server)
         return {"driver": driver, "server": server, "others": others or 0.0}
 
-    def device(self) -> str | None:
-        """The busiest database device read (the database's own first on a tie)."""
+    def devices(self) -> list[str]:
+        """The database's devices read, its own first (then those beneath it); without the
+        run's detected devices, every device read, the busiest first."""
         names = [d for d in self.context.devices if f"{d}.util_pct" in self.disk]
-        names = names or list(dict.fromkeys(n.rpartition(".")[0] for n in self.disk if not n.startswith("total.")))
-        return max(names, key=lambda d: self.disk.get(f"{d}.util_pct", 0.0), default=None)
+        found = list(dict.fromkeys(n.rpartition(".")[0] for n in self.disk if not n.startswith("total.")))
+        return names or sorted(found, key=lambda d: -self.disk.get(f"{d}.util_pct", 0.0))
+
+    def device(self) -> str | None:
+        """The database's own device: the one its waits on I/O are for (a disk beneath a
+        loop device also serves other processes, whose I/O says nothing of the database's)."""
+        return next(iter(self.devices()), None)
 
     def session_share(self, kind: str) -> float:
         """Percent of the sessions' active time spent as a saturated ``kind`` would keep them."""
+        if kind == "storage":
+            return self.io_share() or 0.0
         if kind == "locks":
-            return max(self.waits.get("lock_pct", 0.0), self.waits.get("lwlock_pct", 0.0))
-        figure = {"driver_cpu": "client_pct", "server_cpu": "cpu_pct", "host_cpu": "cpu_pct", "storage": "io_pct"}[kind]
+            return max(self.waits.get("lock_pct", 0.0), self.lwlock_share())
+        figure = {"driver_cpu": "client_pct", "server_cpu": "cpu_pct", "host_cpu": "cpu_pct"}[kind]
         return self.waits.get(figure, 0.0)
 
-    def top(self, prefix: str) -> tuple[str, float] | None:
-        """The biggest ``<prefix><name>`` figure of the sessions' waits."""
-        found = [(k[len(prefix):], v) for k, v in self.waits.items() if k.startswith(prefix)]
+    def top(self, prefix: str, but: Iterable[str] = ()) -> tuple[str, float] | None:
+        """The biggest ``<prefix><name>`` figure of the sessions' waits (not those ``but``)."""
+        skip = {f"event.{e}" for e in but}
+        found = [(k[len(prefix):], v) for k, v in self.waits.items() if k.startswith(prefix) and k not in skip]
         return max(found, key=lambda kv: kv[1]) if found else None
 
 
@@ -204,6 +241,15 @@ def _rate(s: _Step) -> Verdict | None:
         return None
     return Verdict("rate", f"the paced rate: the database kept up, offered {offered:,.1f}/s achieved "
                    f"{achieved:,.1f}/s", {"pacing.offered_per_s": offered, "pacing.achieved_per_s": achieved})
+
+
+def _think(s: _Step) -> Verdict | None:
+    """think, where the users spent most of their time in their waits between transactions."""
+    working = s.context.working
+    if not s.context.waits or working is None or working >= THINK_WORKING_MOST:
+        return None
+    return Verdict("think", f"think times: the users spent {working:.0%} of their time in transactions and the "
+                   "rest in their waits between them", {"users.working": working})
 
 
 def _cpu(s: _Step) -> Verdict | None:
@@ -236,9 +282,9 @@ def _cpu(s: _Step) -> Verdict | None:
 
 
 def _storage(s: _Step, cpu_saturated: bool) -> Verdict | None:
-    """storage, from the busiest database device, the sessions' I/O waits, or I/O pressure."""
+    """storage, from the database's own device, the sessions' I/O waits, or I/O pressure."""
     device = s.device() if s.context.local else None
-    io = s.get(DB_WAITS, "io_pct")
+    io = s.io_share()
     if device is not None:
         util = s.get(DISK_IO, f"{device}.util_pct") or 0.0
         queue = s.get(DISK_IO, f"{device}.aqu_sz") or 0.0
@@ -266,9 +312,10 @@ def _storage(s: _Step, cpu_saturated: bool) -> Verdict | None:
         s.used[f"{DISK_IO}.{device}.iops"] = iops
         where.append(f"{iops:,.0f} IOPS")
     if by_waits:
-        event = s.top("event.IO:")
+        events = [f"IO:{e[0]}" for e in [s.top("event.IO:")] if e]
+        events += [e for e in IO_BEHIND_LOCKS if s.waits.get(f"event.{e}")]
         where.append(f"{_pct(io or 0.0)} of the database's active time waiting on I/O"
-                     + (f" (IO:{event[0]})" if event else ""))
+                     + (f" ({', '.join(events)})" if events else ""))
     if by_pressure:
         where.append(f"tasks stalled on I/O {_pct(pressure or 0.0)} of the time")
     tail = ""
@@ -280,7 +327,9 @@ def _storage(s: _Step, cpu_saturated: bool) -> Verdict | None:
 
 
 def _locks(s: _Step) -> Verdict | None:
-    lock, lwlock = s.get(DB_WAITS, "lock_pct") or 0.0, s.get(DB_WAITS, "lwlock_pct") or 0.0
+    lock = s.get(DB_WAITS, "lock_pct") or 0.0
+    s.get(DB_WAITS, "lwlock_pct")
+    lwlock = s.lwlock_share()
     if max(lock, lwlock) < LOCK_WAIT_LEAST:
         return None
     if lock >= lwlock:
@@ -288,7 +337,7 @@ def _locks(s: _Step) -> Verdict | None:
         event = s.top("event.Lock:")
         on = f" on {table[0]}" if table else (f" ({'Lock:' + event[0]})" if event else "")
         return Verdict("locks", f"lock waits{on}: {_pct(lock)} of active time", {}, table[0] if table else "")
-    event = s.top("event.LWLock:")
+    event = s.top("event.LWLock:", but=IO_BEHIND_LOCKS)
     name = f"LWLock:{event[0]}" if event else "LWLock"
     return Verdict("locks", f"internal lock waits ({name}): {_pct(lwlock)} of active time", {}, name)
 
@@ -316,7 +365,7 @@ def verdict(readings: Readings, context: StepContext) -> Verdict:
     """What limited a step, from its steady readings (observer -> figure -> value) and its
     context: the rules of the module docstring."""
     s = _Step(readings, context)
-    found = _rate(s)
+    found = _rate(s) or _think(s)
     if found is None:
         cpu = _cpu(s)
         cpu_saturated = cpu is not None or (s.busy() or 0.0) >= CPU_BUSY_MOST

@@ -20,7 +20,10 @@ Three more figures catch limits the shares of all cores hide:
   was the limit even on an idle many-core host.
 - ``busy_allowed``: percent busy (not idle, iowait or steal) of the CPUs the driver and
   the local server may run on (the union of their affinity masks, read once per step):
-  both pinned to one core of two show 100 here while the host shows 50.
+  both pinned to one core of two show 100 here while the host shows 50. ``allowed_pct``
+  says what those CPUs are of the host's (50 for one of two), so that the driver's and
+  the server's shares can be weighed against the busy time of their own CPUs rather than
+  against other processes' on CPUs they may not use.
 - ``io_pressure``: percent of the time at least one task was stalled on I/O (PSI,
   /proc/pressure/io "some"); absent where the kernel has no PSI. A blkio throttle delays
   I/O before the device's accounting sees it, so a throttled device can show no util
@@ -50,7 +53,7 @@ from tpsbench.measure.procfs import (
 #: the figures of every reading, in report order (percent of all cores' time)
 FIGURES = ("user", "system", "iowait", "idle", "steal", "driver")
 #: the figures that split the busy time by whose it was, and the limits the shares hide
-SPLIT = ("server", "others", "driver_peak", "busy_allowed", "io_pressure")
+SPLIT = ("server", "others", "driver_peak", "busy_allowed", "allowed_pct", "io_pressure")
 #: the figures that travel from a worker host, per process tree
 TRAVELLING = ("driver", "driver_peak")
 #: the results store's longest observer name
@@ -119,6 +122,8 @@ class HostCpu(StepObserver):
         busy = _busy_share(before.per_cpu, after.per_cpu, self.allowed)
         if busy is not None:
             figures["busy_allowed"] = busy
+            known = [c for c in after.per_cpu if c in self.allowed] if self.allowed else list(after.per_cpu)
+            figures["allowed_pct"] = round(100.0 * len(known) / max(len(after.per_cpu), 1), 2)
         if before.io_stall_us is not None and after.io_stall_us is not None and seconds > 0:
             stalled = (after.io_stall_us - before.io_stall_us) / (seconds * 1e6)
             figures["io_pressure"] = round(min(100.0, max(0.0, 100.0 * stalled)), 2)

@@ -88,7 +88,8 @@ the interval).
 Readings: observer -> figure -> number, as the step observers read them:
 ``host_cpu``: user, system, iowait, idle, steal, driver (percent of all cores' time;
 driver is tpsbench's own processes), server (a server on this host), others (every
-other process), driver_peak (percent of one core), busy_allowed, io_pressure (percent);
+other process), driver_peak (percent of one core), busy_allowed, allowed_pct (those
+CPUs' share of the host's), io_pressure (percent);
 ``db_waits``: active (sessions), cpu_pct, lock_pct, lwlock_pct, io_pct, ipc_pct,
 client_pct, other_pct, ``lock_on.<table>``, ``event.<Type>:<Event>`` (percent of active
 sessions); ``disk_io``: ``<device>.<figure>`` and

@@ -48,11 +48,19 @@ def _device_names(detected: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def working_share(summary: SteadySummary | None) -> float | None:
+    """The share of a step's users' time spent in transactions: TPS x mean response time /
+    users (Little's law); None without a summary."""
+    if summary is None or not summary.users:
+        return None
+    return summary.tps * summary.latency.mean / 1000.0 / summary.users
+
+
 def context_of(config: Mapping[str, Any], users: int, readings: Readings, unloaded: Mapping[str, float],
-               db_url: str | None) -> StepContext:
+               db_url: str | None, working: float | None = None) -> StepContext:
     """A step's verdict context from its run's stored configuration (options, detected
     storage), its database's URL (SQLite is embedded in the driver) and its steady readings
-    (pacing); a run stored before a key existed reads as a closed loop without waits on a
+    (pacing), and the ``working`` share of its users' time (:func:`working_share`); a run stored before a key existed reads as a closed loop without waits on a
     local server."""
     pacing = readings.get(PACING, {})
     try:
@@ -65,15 +73,15 @@ def context_of(config: Mapping[str, Any], users: int, readings: Readings, unload
                        achieved_per_s=pacing.get("achieved_per_s"), waits=bool(waited),
                        local=not detected.get("remote"), host=str(detected.get("host") or ""),
                        devices=_device_names(detected), unloaded=unloaded,
-                       embedded=(db_url or "").startswith(EMBEDDED))
+                       embedded=(db_url or "").startswith(EMBEDDED), working=working)
 
 
 def step_verdict(config: Mapping[str, Any], db_url: str, users: int, readings: Readings,
-                 earlier: Iterable[Readings]) -> Verdict:
+                 earlier: Iterable[Readings], summary: SteadySummary | None = None) -> Verdict:
     """A step's verdict as the run goes (the live line): each device's unloaded await the
     lowest of this step's and the ``earlier`` steps' steady readings."""
     unloaded = unloaded_awaits([*earlier, readings])
-    return verdict(readings, context_of(config, users, readings, unloaded, db_url))
+    return verdict(readings, context_of(config, users, readings, unloaded, db_url, working_share(summary)))
 
 
 def run_verdicts(data: RunData) -> dict[int, Verdict]:
@@ -83,7 +91,8 @@ def run_verdicts(data: RunData) -> dict[int, Verdict]:
     readings = {s.step: data.readings(s.step) for s in finished}
     unloaded = unloaded_awaits(readings.values())
     return {s.step: verdict(readings[s.step],
-                            context_of(data.run.config, s.users, readings[s.step], unloaded, data.run.db_url))
+                            context_of(data.run.config, s.users, readings[s.step], unloaded, data.run.db_url,
+                                       working_share(s.summary)))
             for s in finished}
 
 
