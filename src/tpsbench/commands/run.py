@@ -20,7 +20,7 @@ from tpsbench.commands.build import build
 from tpsbench.commands.storage import storage_facts
 from tpsbench.core.delays import waits_of
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.meta import active_run, note_run_ended, note_run_started, read_meta
+from tpsbench.core.meta import active_run, describe_mark, note_run_ended, note_run_started, read_meta
 from tpsbench.core.parse import check_seed, check_text
 from tpsbench.core.redact import scrub_text, secrets_of
 from tpsbench.core.session import RunContext
@@ -182,8 +182,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         live(meta["note"])
     other = active_run(target, wl.name)
     if other and not config.force:
-        raise TpsbenchError(f"another run is active on the {wl.name} database at {target.describe()} (host, pid, "
-                            f"since: {other}): two runs at once fail each other's honesty check; wait for it, or "
+        raise TpsbenchError(f"another run is active on the {wl.name} database at {target.describe()} "
+                            f"({describe_mark(other)}): two runs at once fail each other's honesty check; wait for it, or "
                             "add --force")
     watch = default_observers(target, facts.devices) if observers is None else list(observers)
     for note in facts.notes if live is not None else ():
@@ -224,7 +224,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     try:
         if live is not None:
             live(plan_line(run_id, config, store.url))
-        mark = note_run_started(target, wl.name) if read_meta(target, wl.name) else ""
+        mark = note_run_started(target, wl.name, run_id) if read_meta(target, wl.name) else ""
         before = _database_counts(wl, target)
         outcome = run_plan(
             plan,

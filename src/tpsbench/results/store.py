@@ -39,9 +39,9 @@ from tpsbench.measure.observers import Readings
 from tpsbench.measure.reports import ALL, IntervalReport
 from tpsbench.measure.summary import SteadySummary
 from tpsbench.results.records import Run, RunData, StoredError, StoredInterval, StoredObservation, StoredStep
-from tpsbench.results.schema import (COUNTS, PROBLEM, SCHEMA_VERSION, STATUSES, campaigns_table, errors_table,
-                                     histograms_table, intervals_table, metadata, observations_table, runs_table,
-                                     steps_table, store_info_table)
+from tpsbench.results.schema import (COUNTS, PROBLEM, RUNS_COLUMNS_SINCE_1, SCHEMA_VERSION, STATUSES,
+                                     campaigns_table, errors_table, histograms_table, intervals_table, marker_table,
+                                     metadata, observations_table, runs_table, steps_table, store_info_table)
 
 DEFAULT_URL = "sqlite:///tpsbench-results.db"
 ENV_VAR = "TPSBENCH_RESULTS"
@@ -126,6 +126,10 @@ class ResultsStore:
                                     f"this one knows up to {SCHEMA_VERSION}): upgrade tpsbench to read it")
             if version < SCHEMA_VERSION and create:  # new or older; readers read older layouts as they are
                 with self._transaction("creating its tables") as conn:
+                    # the marker first (MySQL commits each CREATE): a second writer never sees a store without it
+                    marker_table.create(conn, checkfirst=True)
+                    conn.execute(marker_table.delete())
+                    conn.execute(marker_table.insert().values(made_by="tpsbench"))
                     metadata.create_all(conn, checkfirst=True)  # in the write: a second writer waits, then sees them
                     conn.execute(store_info_table.delete().where(store_info_table.c.name == "schema_version"))
                     conn.execute(store_info_table.insert().values(name="schema_version", value=str(SCHEMA_VERSION)))
@@ -136,10 +140,22 @@ class ResultsStore:
             raise TpsbenchError(f"results store {self.url}: cannot open: {self._clean(reason)}") from exc
 
     def _version(self) -> int:
-        """The layout version of the store: 0 if empty, 1 if written before versions were kept."""
-        tables = set(sa.inspect(self.engine).get_table_names())
-        if store_info_table.name not in tables:
-            return 1 if runs_table.name in tables else 0
+        """The layout version of the store: 0 if it has none of the store's tables, 1 if
+        written before versions were kept. A database with tables named like the store's
+        that is not one (no marker, and not an older store's layout) is refused untouched."""
+        inspector = sa.inspect(self.engine)
+        tables = set(inspector.get_table_names())
+        if marker_table.name not in tables:
+            named = sorted(tables & set(metadata.tables))
+            if not named:
+                return 0
+            if runs_table.name not in tables or not RUNS_COLUMNS_SINCE_1 <= {
+                    c["name"] for c in inspector.get_columns(runs_table.name)}:
+                raise TpsbenchError(f"results store {self.url}: this database has tables named like a results "
+                                    f"store's ({', '.join(named)}) but is not one (no {marker_table.name} table): "
+                                    "tpsbench will not touch them; name another --results")
+        if store_info_table.name not in tables:  # before versions were kept, or a writer is creating it
+            return 0 if marker_table.name in tables else 1
         with self.engine.connect() as conn:
             value = conn.execute(sa.select(store_info_table.c.value).where(
                 store_info_table.c.name == "schema_version")).scalar()
