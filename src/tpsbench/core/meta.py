@@ -143,8 +143,8 @@ def refuse_while_running(target: Target, workload: str, doing: str, force: bool)
     host is gone); a mark left by a dead process of this host is not counted at all."""
     mark = active_run(target, workload)
     if mark and not force:
-        raise TpsbenchError(f"a run is active on the {workload} database at {target.describe()} ({describe_mark(mark)}):"
-                            f" tpsbench will not {doing} under it; wait for it to end, or add --force if that run is "
+        raise TpsbenchError(f"a run is active on the {workload} database at {target.describe()} "
+                            f"({describe_mark(mark)}): tpsbench will not {doing} under it; wait for it to end, or add --force if that run is "
                             "gone and its mark is stale")
 
 
