@@ -144,8 +144,8 @@ def refuse_while_running(target: Target, workload: str, doing: str, force: bool)
     mark = active_run(target, workload)
     if mark and not force:
         raise TpsbenchError(f"a run is active on the {workload} database at {target.describe()} "
-                            f"({describe_mark(mark)}): tpsbench will not {doing} under it; wait for it to end, or add --force if that run is "
-                            "gone and its mark is stale")
+                            f"({describe_mark(mark)}): tpsbench will not {doing} under it; wait for it to end, "
+                            "or add --force if that run is gone and its mark is stale")
 
 
 def note_run_ended(target: Target, workload: str, mark: str) -> None:
