@@ -142,6 +142,9 @@ def runs(results_url: str | None) -> None:
     table = Table(title="runs", title_justify="left")
     for header in ("id", "workload", "storage", "status", "started", "database"):
         table.add_column(header)
-    for r in ResultsStore(results_url, create=False).list_runs():
+    store = ResultsStore(results_url, create=False)
+    for r in store.list_runs():
         table.add_row(str(r.id), r.workload, r.storage, r.status, f"{r.started_at:%Y-%m-%d %H:%M}", r.db_url)
     make_console().print(table)
+    for line in store.unreadable:
+        click.echo(f"WARNING: {line}", err=True)

@@ -38,7 +38,8 @@ from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.observers import Readings
 from tpsbench.measure.reports import ALL, IntervalReport
 from tpsbench.measure.summary import SteadySummary
-from tpsbench.results.records import Run, RunData, StoredError, StoredInterval, StoredObservation, StoredStep
+from tpsbench.results.records import (RAW_COLUMNS, Run, RunData, StoredError, StoredInterval, StoredObservation,
+                                      StoredStep, run_from_row)
 from tpsbench.results.schema import (COUNTS, PROBLEM, RUNS_COLUMNS_SINCE_1, SCHEMA_VERSION, STATUSES,
                                      campaigns_table, errors_table, histograms_table, intervals_table, marker_table,
                                      metadata, observations_table, runs_table, steps_table, store_info_table)
@@ -55,6 +56,9 @@ DEFAULT_DRIVERS = {"postgresql": "psycopg", "postgres": "psycopg", "mysql": "pym
 #: transaction and for readers' brief reads; 30 s is far more than those take even on a
 #: disk busy with a benchmark, and a lock held longer is a fault that stops the run.
 SQLITE_BUSY_TIMEOUT_S = 30.0
+#: the largest run id a store holds (a 64-bit signed integer); readers refuse a larger one
+RUN_ID_MOST = 2**63 - 1
+
 #: the causes a failed write's line names, by words of SQLite's, PostgreSQL's and MySQL's
 #: messages; any other cause is the driver's own first line
 CAUSES = (("disk is full", "disk full"), ("no space left", "disk full"), ("readonly database", "read-only"),
@@ -89,10 +93,6 @@ class StoreUnwritable(TpsbenchError):
 
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 class ResultsStore:
@@ -331,15 +331,35 @@ class ResultsStore:
             reason = first_line(getattr(exc, "orig", None) or exc)
             raise TpsbenchError(f"results store {self.url}: {doing} failed: {self._clean(reason)}") from exc
 
+    def _run_rows(self, doing: str, *where: Any) -> list[Any]:
+        """Rows of ``runs`` with their JSON and time columns as the database holds them
+        (parsed by :func:`run_from_row`), so that one malformed row cannot stop a whole listing."""
+        raw = [sa.type_coerce(c, sa.Text).label(c.name) if c.name in RAW_COLUMNS else c for c in runs_table.c]
+        return self._read(doing, sa.select(*raw).where(*where).order_by(runs_table.c.id))
+
     def list_runs(self) -> list[Run]:
-        """Every run, oldest first."""
-        return [_run(r) for r in self._read("listing runs", sa.select(runs_table).order_by(runs_table.c.id))]
+        """Every run that can be read, oldest first; a malformed row (edited by hand, half
+        written by a foreign tool) is left out and said in :attr:`unreadable`."""
+        self.unreadable: list[str] = []
+        runs = []
+        for row in self._run_rows("listing runs"):
+            try:
+                runs.append(run_from_row(row))
+            except ValueError as exc:
+                self.unreadable.append(f"run {row.id} cannot be read, left out: {exc}")
+        return runs
 
     def load_run(self, run_id: int) -> RunData:
         """A run with its steps, intervals and error samples (histograms: load_histogram)."""
-        found = self._read("reading a run", sa.select(runs_table).where(runs_table.c.id == run_id))
+        if not 1 <= run_id <= RUN_ID_MOST:
+            raise TpsbenchError(f"run id {run_id} is not one a results store holds (1 to {RUN_ID_MOST:,})")
+        found = self._run_rows("reading a run", runs_table.c.id == run_id)
         if not found:
             raise TpsbenchError(f"results store {self.url} has no run {run_id}")
+        try:
+            run = run_from_row(found[0])
+        except ValueError as exc:
+            raise TpsbenchError(f"results store {self.url}: run {run_id} cannot be read: {exc}") from None
         steps = [StoredStep(step=r.step, users=r.users, rampup_s=r.rampup_s, duration_s=r.duration_s,
                             summary=SteadySummary.from_dict(r.detail) if r.detail else None)
                  for r in self._read("reading steps", sa.select(steps_table).where(
@@ -359,7 +379,7 @@ class ResultsStore:
                                           value=r.value)
                         for r in self._read("reading observations", sa.select(observations_table).where(
                             o.run_id == run_id).order_by(o.step, o.interval, o.id))]
-        return RunData(run=_run(found[0]), steps=steps, intervals=intervals, errors=errors,
+        return RunData(run=run, steps=steps, intervals=intervals, errors=errors,
                        observations=observations)
 
     def load_histogram(self, run_id: int, step: int, txn: str = ALL,
@@ -370,10 +390,3 @@ class ResultsStore:
                  c.interval.is_(None) if interval is None else c.interval == interval]
         rows = self._read("reading a histogram", sa.select(c.data).where(*where).order_by(c.id))
         return LatencyHistogram.decode(rows[-1].data) if rows else None
-
-
-def _run(r: Any) -> Run:
-    return Run(id=r.id, workload=r.workload, started_at=_aware(r.started_at), ended_at=_aware(r.ended_at),
-               status=r.status, storage=r.storage, config=r.config or {}, seed=r.seed,
-               tool_version=r.tool_version, db_url=r.db_url, server=r.server or {}, honesty=r.honesty,
-               notes=r.notes or "")
