@@ -38,3 +38,21 @@ def test_a_run_id_beyond_what_a_store_holds_is_refused_in_one_line(here: Path, c
     refused(tpsbench(*command, "--results", "sqlite:///results.db", cwd=here),
             f"run id {TOO_BIG} is not one a results store holds (1 to 9,223,372,036,854,775,807)")
     assert digest(here / "results.db") == before
+
+
+@pytest.mark.parametrize(("change", "command", "said"), [
+    (None, ["compare", "1"], "compare needs two configurations or more, got one (run 1)"),
+    ("UPDATE runs SET workload = 'sysbench' WHERE id = 2", ["compare", "1", "2"],
+     "runs 1 and 2 ran different workloads (tpcc, sysbench)"),
+    ("UPDATE runs SET config = json_set(config, '$.scale', 10) WHERE id = 2", ["compare", "1", "2"],
+     "runs 1 and 2 ran tpcc at different scales (1, 10)"),
+])
+def test_compare_refuses_what_no_ratio_can_be_read_from(here: Path, change: str | None, command: list[str],
+                                                        said: str) -> None:
+    if change is not None:
+        with sqlite3.connect(here / "results.db") as conn:
+            conn.execute(change)
+        conn.close()
+    before = digest(here / "results.db")
+    refused(tpsbench(*command, "--results", "sqlite:///results.db", cwd=here), said)
+    assert digest(here / "results.db") == before

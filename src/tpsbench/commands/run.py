@@ -200,7 +200,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
         run_id = store.start_run(
             wl.name, db_url=target.describe(), storage=label,
-            config=stored_config | {"options": ctx.options, "driver_host": driver_host(), "storage": facts.stored(),
+            config=stored_config | {"options": ctx.options, "scale": ctx.scale, "driver_host": driver_host(), "storage": facts.stored(),
                                     **({"cluster": cluster.facts()} if cluster else {})},
             seed=seed, server=target.server_info(), notes=config.notes, tool_version=__version__,
         )
