@@ -214,6 +214,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     kept: list[int] = []  # the steps the store holds in full
     stopped: StoreUnwritable | None = None  # a write failed: the run stopped there
     mark = ""
+    failed: str | None = None  # why a run that went through its steps failed: not one transaction did
     before: dict[str, int] | None = None  # the database's own counts, once read
 
     def store_step(result: StepOutcome) -> None:
@@ -233,6 +234,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             live=live, observers=watch, transport=cluster,
         )
         status = outcome.status.value
+        failed = _all_failed(outcome) if status == "completed" else None
+        status = "failed" if failed else status
     except KeyboardInterrupt:  # a second Ctrl-C, or a signal while workers start: what finished is kept
         status = "interrupted"
         raise
@@ -260,6 +263,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             # steps run in order and the first failed write stops the run: it failed in the step after those kept
             raise failure.run_ended(run_id, kept, during=len(kept) + 1 if stopped else None,
                                     end_written=unended is None) from failure
+    if failed and live is not None:
+        live(f"run {run_id} FAILED: {scrub_text(failed, secrets_of(target.url))}")
     if honesty["match"] is False and live is not None:
         live(f"HONESTY CHECK {honesty_text(honesty)}")
     return RunRecord(run_id, status, outcome, honesty, store)
@@ -304,6 +309,17 @@ def _finish_step(store: ResultsStore, run_id: int, result: StepOutcome, live: Ca
     if live is not None:
         for problem in result.problems:
             live(f"step {result.step} PROBLEM: {scrub_text(problem, secrets)}")
+
+
+def _all_failed(outcome: RunOutcome) -> str | None:
+    """Why a run whose every transaction failed is 'failed', with the first error; None
+    when any committed or rolled back as the workload meant (or none was tried)."""
+    totals = [total for step in outcome.steps if (total := step.total()) is not None]
+    errors = sum(t.total("errors") for t in totals)
+    if errors == 0 or sum(t.total("commits") + t.total("rollbacks") for t in totals) > 0:
+        return None
+    first = next((message for t in totals for _, message in t.errors), "")
+    return f"every transaction failed ({errors:,} errors, none committed){': ' + first if first else ''}"
 
 
 def _database_counts(wl: Workload, target: Target) -> dict[str, int]:
