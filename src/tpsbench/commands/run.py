@@ -183,8 +183,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     other = active_run(target, wl.name)
     if other and not config.force:
         raise TpsbenchError(f"another run is active on the {wl.name} database at {target.describe()} "
-                            f"({describe_mark(other)}): two runs at once fail each other's honesty check; wait for it, or "
-                            "add --force")
+                            f"({describe_mark(other)}): two runs at once fail each other's honesty check; "
+                            "wait for it, or add --force")
     watch = default_observers(target, facts.devices) if observers is None else list(observers)
     for note in facts.notes if live is not None else ():
         live(note)
@@ -200,8 +200,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
         run_id = store.start_run(
             wl.name, db_url=target.describe(), storage=label,
-            config=stored_config | {"options": ctx.options, "scale": ctx.scale, "driver_host": driver_host(), "storage": facts.stored(),
-                                    **({"cluster": cluster.facts()} if cluster else {})},
+            config=stored_config | {"options": ctx.options, "scale": ctx.scale, "driver_host": driver_host(),
+                                    "storage": facts.stored(), **({"cluster": cluster.facts()} if cluster else {})},
             seed=seed, server=target.server_info(), notes=config.notes, tool_version=__version__,
         )
     except BaseException:
