@@ -23,7 +23,8 @@ BUILD_HELP = """Create and load the {name} database at a scale factor ({unit}).
 
 Tables and primary keys first, then the data through the database's bulk path
 (COPY, LOAD DATA, executemany) from parallel loader processes, then secondary indexes
-and statistics. Existing tables are never touched without --drop-existing.
+and statistics. Existing tables are never touched without --drop-existing, nor
+replaced while a run is active on them (--force: that run is gone, its mark stale).
 """
 SIZE_HELP = """Estimate the on-disk size of the {name} database built at --scale ({unit}).
 
@@ -92,6 +93,7 @@ def build() -> None:
       tpsbench build sysbench --tables 10 --table-size 100000   # --tables: sysbench's word for --scale
       tpsbench build tpce --customers 1000 --trade-days 2 --db sqlite:///tpce.db   # a small TPC-E
       tpsbench build custom --file docs/examples/order_entry.toml --db sqlite:///oe.db
+      tpsbench build tpcc --scale 10 --drop-existing --force   # replace it: the run marked on it is gone
     """
 
 
