@@ -105,6 +105,8 @@ class ResultsStore:
         then a one-line error."""
         text = url or os.environ.get(ENV_VAR) or DEFAULT_URL
         self._secrets: set[str] = set()
+        #: the runs the last list_runs left out, one line each (a malformed stored row)
+        self.unreadable: list[str] = []
         self._learn(text)
         self.url = safe_url(text)
         try:
@@ -340,7 +342,7 @@ class ResultsStore:
     def list_runs(self) -> list[Run]:
         """Every run that can be read, oldest first; a malformed row (edited by hand, half
         written by a foreign tool) is left out and said in :attr:`unreadable`."""
-        self.unreadable: list[str] = []
+        self.unreadable = []
         runs = []
         for row in self._run_rows("listing runs"):
             try:
