@@ -151,6 +151,29 @@ def mysql_url() -> Iterator[str]:
         yield url
 
 
+#: connections a run holds beside its users (its step observers: database counters, the
+#: outage probe, the waits sampler) plus a few for tests that start at the same moment
+RUN_MARGIN = 6
+
+
+def users_that_fit(url: str, wanted: int, least: int = 1, margin: int = RUN_MARGIN) -> int:
+    """``wanted`` users, or as many as the server at ``url`` accepts now beside a run's own
+    connections: the suite runs against servers at their shipped defaults (PostgreSQL 100
+    connections, MariaDB 151) shared with whatever else is connected, and changes no setting.
+
+    The room is tpsbench's own reading (``Target.connection_limit``: max_connections less
+    the reserved and the connected); fewer than ``least`` is a server the test cannot use.
+    """
+    from tpsbench.targets import open_target
+
+    free = open_target(url).connection_limit()
+    if free is None:
+        return wanted
+    if free - margin < least:
+        unavailable(f"room for {least} users at {make_url(url).host}", f"the server accepts {free} more connections")
+    return min(wanted, free - margin)
+
+
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     """``sqlite:///<tmp_path>/tpsbench.db``: a SQLite file that does not exist yet."""

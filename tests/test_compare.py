@@ -10,6 +10,7 @@ import pytest
 from test_export import record
 from test_report import DRIVES, T0, run, summary
 
+from tpsbench.core.errors import TpsbenchError
 from tpsbench.measure.summary import LatencyStats
 from tpsbench.report.compare import compare, summary_lines, to_text
 from tpsbench.report.warnings import CV_MOST, warnings
@@ -52,6 +53,24 @@ def test_the_review_sentence_from_the_published_controller_figures() -> None:
         "H800 vs H810 at 300 users: -38% TPS, -55% IOPS, +54% avg latency"]
     with pytest.raises(ValueError):
         compare([H800, H810], baseline=2)
+
+
+def test_a_ratio_that_cannot_be_computed_is_said() -> None:
+    stalled = configuration(1, "stalled", {20: (0.0, 500, 0.5)})
+    working = configuration(2, "working", {20: (100.0, 1000, 0.25)})
+    assert summary_lines(compare([stalled, working])) == [
+        "working vs stalled at 20 users: TPS ratio not computable (the baseline's is 0), +100% IOPS, -50% avg latency"]
+
+
+def test_runs_that_cannot_be_compared_are_refused_in_one_line() -> None:
+    with pytest.raises(TpsbenchError, match=r"^compare needs two configurations or more, got one \(run 1\)"):
+        compare([H800])
+    other = replace(H810, run=replace(H810.run, workload="sysbench"))
+    with pytest.raises(TpsbenchError, match=r"^runs 1 and 2 ran different workloads \(tpcc, sysbench\)"):
+        compare([H800, other])
+    scaled = [replace(d, run=replace(d.run, config={**d.run.config, "scale": n})) for d, n in ((H800, 1), (H810, 10))]
+    with pytest.raises(TpsbenchError, match=r"^runs 1 and 2 ran tpcc at different scales \(1, 10\)"):
+        compare(scaled)
 
 
 def test_overall_is_the_geometric_mean_and_the_sentence_takes_the_largest_shared_load() -> None:

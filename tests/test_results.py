@@ -24,6 +24,7 @@ from tpsbench.results.schema import (
     SCHEMA_VERSION,
     campaigns_table,
     histograms_table,
+    marker_table,
     metadata,
     observations_table,
     runs_table,
@@ -212,7 +213,7 @@ def test_step_without_start_step_and_histograms_given_as_bytes(store: ResultsSto
 def test_a_store_from_before_versions_gains_the_new_tables_and_keeps_its_runs(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = sa.create_engine(url)
-    new = (observations_table, store_info_table, campaigns_table)
+    new = (observations_table, store_info_table, campaigns_table, marker_table)
     metadata.create_all(engine, tables=[t for t in metadata.sorted_tables if t not in new])  # layout 1
     with engine.begin() as conn:
         conn.execute(runs_table.insert().values(workload="tpcc", started_at=sa.func.current_timestamp(),

@@ -4,22 +4,19 @@ What a user must be able to trust after a failover or a restart during a long ru
 run goes on (its users reconnect with back-off), the outage is recorded with the step
 (when it began and how long it lasted), transactions whose connection was lost before
 their outcome came back are counted in doubt, and the honesty check accounts for them
-instead of failing by chance or passing by luck. Each test restarts the server and
-leaves it running with the settings it had (MariaDB forgets SET GLOBAL on restart).
+instead of failing by chance or passing by luck. Each test restarts an instance of its
+own (tests/private_servers.py), never the servers other tests share.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
-import pymysql
 import pytest
-from conftest import _mysql_admin, _pg_admin, unavailable
+from private_servers import PrivateMariadb, PrivatePostgres, private_server, wait_until_answering
 
 from tpsbench.commands.build import build
 from tpsbench.commands.run import RunConfig, run
@@ -33,64 +30,18 @@ pytestmark = pytest.mark.slow
 STEADY_S = 12.0
 
 
-def _wait(ready: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout:.0f} s")
-        time.sleep(0.2)
+SERVERS = ("postgresql", "mysql")
 
 
-def _answers(check: Callable[[], object]) -> bool:
-    try:
-        check()
-    except Exception:  # noqa: BLE001 - down or starting up
-        return False
-    return True
+@pytest.fixture(params=SERVERS)
+def server(request: pytest.FixtureRequest) -> Iterator[PrivatePostgres | PrivateMariadb]:
+    """An instance of the test's own: the shared servers are never restarted."""
+    with private_server(request.param) as instance:
+        yield instance
 
 
-def restart_postgresql() -> None:
-    """A fast restart: open connections are terminated, the server is back in a second or two."""
-    version = max(Path("/etc/postgresql").iterdir()).name
-    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart", "--mode=fast"],
-                   check=True, capture_output=True, timeout=120)
-    _wait(lambda: _answers(lambda: _pg_admin().close()), "PostgreSQL answering again")
-
-
-def restart_mariadb() -> None:
-    """SHUTDOWN, wait for the process to go, start it as CI does, restore max_connections."""
-    admin = _mysql_admin()
-    cur = admin.cursor()
-    cur.execute("SELECT @@GLOBAL.max_connections")
-    (max_connections,) = cur.fetchone()
-    cur.execute("SHUTDOWN")
-    admin.close()
-    _wait(lambda: subprocess.run(["pgrep", "-x", "mariadbd"], capture_output=True, check=False).returncode != 0,
-          "mariadbd exiting")
-    subprocess.run(["start-stop-daemon", "--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd"],
-                   check=True, timeout=60)
-
-    def restore() -> None:
-        conn = pymysql.connect(host="127.0.0.1", user="root", password="", connect_timeout=2, autocommit=True)
-        conn.cursor().execute(f"SET GLOBAL max_connections = {int(max_connections)}")
-        conn.close()
-
-    _wait(lambda: _answers(restore), "MariaDB answering again")
-
-
-SERVERS = {
-    "postgresql": ("pg_url", restart_postgresql, "pg_ctlcluster"),
-    "mysql": ("mysql_url", restart_mariadb, "start-stop-daemon"),
-}
-
-
-@pytest.mark.parametrize("server", sorted(SERVERS))
-def test_a_run_survives_a_server_restart_mid_step(server: str, request: pytest.FixtureRequest,
-                                                   tmp_path: Path) -> None:
-    fixture, restart, tool = SERVERS[server]
-    if shutil.which(tool) is None:
-        unavailable(tool, "needed to restart the server")
-    url = request.getfixturevalue(fixture)
+def test_a_run_survives_a_server_restart_mid_step(server: PrivatePostgres | PrivateMariadb, tmp_path: Path) -> None:
+    url = server.url
     build("tpcc", 1, url, show_progress=False)
     restarts: list[tuple[float, float]] = []
     failures: list[BaseException] = []
@@ -99,7 +50,8 @@ def test_a_run_survives_a_server_restart_mid_step(server: str, request: pytest.F
     def restart_now() -> None:
         began = time.time()
         try:
-            restart()
+            server.restart()
+            wait_until_answering(server)
         except BaseException as exc:  # noqa: BLE001 - reported by the test below
             failures.append(exc)
         restarts.append((began, time.time()))

@@ -23,7 +23,8 @@ BUILD_HELP = """Create and load the {name} database at a scale factor ({unit}).
 
 Tables and primary keys first, then the data through the database's bulk path
 (COPY, LOAD DATA, executemany) from parallel loader processes, then secondary indexes
-and statistics. Existing tables are never touched without --drop-existing.
+and statistics. Existing tables are never touched without --drop-existing, nor
+replaced while a run is active on them (--force: that run is gone, its mark stale).
 """
 SIZE_HELP = """Estimate the on-disk size of the {name} database built at --scale ({unit}).
 
@@ -38,12 +39,12 @@ def _make_build_command(cls: type[Workload]) -> click.Command:
     """``build <workload>``: the common options and the workload's build options."""
     name = cls.name
 
-    def command(scale: str, url: str | None, loaders: int | None, seed: int, drop_existing: bool,
+    def command(scale: str, url: str | None, loaders: int | None, seed: int, drop_existing: bool, force: bool,
                 options: tuple[str, ...], **flags: str | None) -> None:
         from tpsbench.commands.build import build as run_build
 
         result = run_build(name, scale_of(cls, scale), url, workers=loaders, seed=seed, drop_existing=drop_existing,
-                           options=chosen_build_options(options, flags))
+                           force=force, options=chosen_build_options(options, flags))
         total = sum(result.rows.values())
         click.echo(f"built {result.workload} scale {result.scale} (seed {result.seed}): {total:,} rows "
                    f"in {result.seconds:.1f} s with {result.workers} loader(s)")
@@ -58,6 +59,9 @@ def _make_build_command(cls: type[Workload]) -> click.Command:
         click.option("--seed", type=int, default=0, show_default=True, metavar="SEED",
                      help="Random seed, 0 to 2^63-1: the same seed builds the same data."),
         click.option("--drop-existing", is_flag=True, help="Replace the workload's tables if they exist."),
+        click.option("--force", is_flag=True,
+                     help="With --drop-existing: replace them even though a run is marked active on them (the run "
+                          "is gone and its mark is stale)."),
         build_options(cls),
     )
     return click.command(name=name, help=BUILD_HELP.format(name=name, unit=cls.scale_unit),
@@ -89,6 +93,7 @@ def build() -> None:
       tpsbench build sysbench --tables 10 --table-size 100000   # --tables: sysbench's word for --scale
       tpsbench build tpce --customers 1000 --trade-days 2 --db sqlite:///tpce.db   # a small TPC-E
       tpsbench build custom --file docs/examples/order_entry.toml --db sqlite:///oe.db
+      tpsbench build tpcc --scale 10 --drop-existing --force   # replace it: the run marked on it is gone
     """
 
 

@@ -57,11 +57,20 @@ def file_options(path: str | None) -> dict[str, str]:
 @workload_argument
 @db_option
 @file_option
-def drop(workload: str, url: str | None, workload_file: str | None) -> None:
-    """Drop WORKLOAD's own tables (and nothing else) from the database."""
+@click.option("--force", is_flag=True,
+              help="Drop even though a run is marked active on the tables (the run is gone and its mark is stale).")
+def drop(workload: str, url: str | None, workload_file: str | None, force: bool) -> None:
+    """Drop WORKLOAD's own tables (and nothing else) from the database.
+
+    Refused while a run is active on them: the message names the run and when it started.
+
+    \b
+      tpsbench drop tpcc --db postgresql://postgres@127.0.0.1/tpcc
+      tpsbench drop tpcc --db sqlite:///tpcc.db --force   # the run that marked it is gone
+    """
     from tpsbench.commands.build import drop as run_drop
 
-    dropped = run_drop(workload, url, options=file_options(workload_file))
+    dropped = run_drop(workload, url, options=file_options(workload_file), force=force)
     click.echo(f"dropped {len(dropped)} {workload} table(s)" + (f": {', '.join(dropped)}" if dropped else ""))
 
 

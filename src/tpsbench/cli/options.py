@@ -47,6 +47,13 @@ campaign_option = click.option("--campaign", "campaign_id", type=int, default=No
                                help="The runs of campaign ID, in the order of its targets.")
 storage_option = click.option("--storage", "labels", multiple=True, metavar="LABEL",
                               help="The latest completed run of storage configuration LABEL (repeatable).")
+#: where a reading command writes instead of the terminal (tpsbench.report.output guards it)
+output_option = click.option("--output", default=None, metavar="FILE",
+                             help="Write to FILE instead of the terminal. An existing FILE is replaced only when it "
+                                  "is an earlier output of the same command and format; a SQLite database never is.")
+force_option = click.option("--force", is_flag=True,
+                            help="With --output: replace an existing FILE that is not an earlier output of this "
+                                 "kind (never a SQLite database: a results store or a benchmark database).")
 format_option = click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "csv"]), default="rich",
                              show_default=True, help="Table for the terminal, Markdown for a review, CSV for a sheet.")
 

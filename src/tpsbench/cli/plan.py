@@ -12,7 +12,7 @@ import math
 
 import click
 
-from tpsbench.cli.options import campaign_option, results_option, storage_option
+from tpsbench.cli.options import campaign_option, force_option, output_option, results_option, storage_option
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.parse import parse_users
 from tpsbench.measure.summary import SteadySummary
@@ -88,8 +88,10 @@ def _block(data: RunData, sla: Sla | None, loads: list[int]) -> list[str]:
 @click.option("--users", "users_text", default=None, metavar="LIST",
               help="User loads to predict TPS at, a LIST like 400,600.")
 @results_option
+@output_option
+@force_option
 def plan(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str, ...], sla_text: str | None,
-         users_text: str | None, results_url: str | None) -> None:
+         users_text: str | None, results_url: str | None, output: str | None, force: bool) -> None:
     """Capacity planning: fit the Universal Scalability Law to each run's steps (default: the latest run).
 
     \b
@@ -101,20 +103,24 @@ def plan(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str, .
     \b
       tpsbench plan                       # the latest run
       tpsbench plan 3 4 --sla "p95<2s" --users 400,600
-      tpsbench plan --campaign 2 --sla "avg<500ms"
+      tpsbench plan --campaign 2 --sla "avg<500ms" --output plan.txt
     """
+    from tpsbench.cli.report import refuse_bad_output, emit
     from tpsbench.commands.selection import select_runs
     from tpsbench.results.store import ResultsStore
 
     sla = Sla.parse(sla_text) if sla_text is not None else None
     loads = parse_users(users_text) if users_text is not None else []
+    refuse_bad_output(output, "plan", force)
     # every run checked before anything is printed
     runs = select_runs(ResultsStore(results_url, create=False), run_ids, campaign=campaign_id, labels=labels)
-    unfitted = []
-    for number, data in enumerate(runs):
+    blocks, unfitted = [], []
+    for data in runs:
         try:
-            click.echo(("\n" if number else "") + "\n".join(_block(data, sla, loads)))
+            blocks.append("\n".join(_block(data, sla, loads)))
         except TpsbenchError as exc:
             unfitted.append(f"run {data.run.id}: {exc}")
+    if blocks:
+        emit("\n\n".join(blocks) + "\n", output, "plan", force)
     if unfitted:
         raise TpsbenchError("; ".join(unfitted))

@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import click
 
-from tpsbench.cli.options import campaign_option, results_option, storage_option
+from tpsbench.cli.options import campaign_option, force_option, output_option, results_option, storage_option
 from tpsbench.report.progress import make_console
 
 FORMATS = ["rich", "markdown", "csv", "json", "html"]
 
 
-def _emit(text: str, output: str | None, fmt: str) -> None:
-    """To ``output`` when given (said on stderr), else to the terminal."""
+def emit(text: str, output: str | None, kind: str, force: bool) -> None:
+    """To ``output`` when given (said on stderr; tpsbench.report.output refuses a file it
+    would destroy), else to the terminal."""
     if output is None:
-        click.echo(text, nl=fmt != "rich" and not text.endswith("\n"))
+        click.echo(text, nl=kind != "report --format rich" and not text.endswith("\n"))
         return
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        from tpsbench.core.errors import TpsbenchError
+    from tpsbench.report.output import write_output
 
-        raise TpsbenchError(f"cannot write {output}: {exc.strerror or exc}") from None
-    click.echo(f"wrote {output} ({len(text.encode()):,} bytes)", err=True)
+    written = write_output(output, text, kind, force)
+    click.echo(f"wrote {output} ({written:,} bytes)", err=True)
+
+
+def refuse_bad_output(output: str | None, kind: str, force: bool) -> None:
+    """Refuse a bad --output (or --force without it) before the store is read."""
+    from tpsbench.core.errors import TpsbenchError
+    from tpsbench.report.output import check_output
+
+    if output is None:
+        if force:
+            raise TpsbenchError("--force only applies with --output FILE")
+        return
+    check_output(output, kind, force)
 
 
 @click.command()
@@ -34,14 +43,15 @@ def _emit(text: str, output: str | None, fmt: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="rich", show_default=True,
               help="rich for the terminal, markdown for a review, csv for a sheet, json with everything the "
                    "store has (schema tpsbench-report/2), html: one file with charts that opens offline.")
-@click.option("--output", default=None, metavar="FILE", help="Write the report to FILE instead of the terminal.")
+@output_option
+@force_option
 @click.option("--txns", is_flag=True,
               help="Add each transaction type's rows: TPS, realised mix, avg, p95 and p99 latency, errors.")
 @click.option("--review", is_flag=True,
               help="Only the two rows storage reviews publish, TPS and Resp. time (s), with their one decimal "
                    "(otherwise response times get the digits that keep them non-zero).")
 def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str, ...], results_url: str | None,
-           fmt: str, output: str | None, txns: bool, review: bool) -> None:
+           fmt: str, output: str | None, force: bool, txns: bool, review: bool) -> None:
     """Show runs side by side (default: the latest), one block per storage configuration.
 
     Each block has the user loads across and TPS, response time in seconds, the latency
@@ -56,6 +66,7 @@ def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str,
       tpsbench report 3 4 --format markdown --review     # the table a review publishes
       tpsbench report --txns                             # per transaction type too
       tpsbench report --campaign 1 --format html --output pools.html
+      tpsbench report --format csv --output notes.csv --force   # replace a file not a report
       tpsbench report --storage "RAID10 8x SSHD" --storage "RAID10 10K SAS"
     """
     if review and (txns or fmt in ("json", "html")):
@@ -63,6 +74,7 @@ def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str,
 
         raise TpsbenchError("--review is the published two-row table: use it with --format rich, markdown "
                             "or csv and without --txns")
+    refuse_bad_output(output, f"report --format {fmt}", force)
     from tpsbench.commands.selection import select_runs
     from tpsbench.results.store import ResultsStore
 
@@ -88,7 +100,7 @@ def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str,
 
         if (warning := not_storage_warning(runs)) is not None:
             click.echo(f"WARNING: {warning}", err=True)
-    _emit(text, output, fmt)
+    emit(text, output, f"report --format {fmt}", force)
 
 
 @click.command()
@@ -96,8 +108,10 @@ def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str,
 @campaign_option
 @click.option("--workload", default=None, metavar="WORKLOAD", help="Only runs of this workload, e.g. tpcc.")
 @results_option
+@output_option
+@force_option
 def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: str | None,
-            results_url: str | None) -> None:
+            results_url: str | None, output: str | None, force: bool) -> None:
     """Compare storage configurations side by side, with ratios against the first.
 
     Each RUN_OR_LABEL is a run id or a storage label (its latest completed run); without
@@ -108,7 +122,7 @@ def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: 
     \b
       tpsbench compare "RAID10 10K SAS" "RAID10 8x SSHD"
       tpsbench compare 3 4
-      tpsbench compare --campaign 1
+      tpsbench compare --campaign 1 --output pools.txt
     """
     from tpsbench.commands.selection import select_runs
     from tpsbench.report.compare import compare as comparison_of
@@ -117,18 +131,16 @@ def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: 
     from tpsbench.report.table import render
     from tpsbench.results.store import ResultsStore
 
+    refuse_bad_output(output, "compare", force)
     store = ResultsStore(results_url, create=False)
     ids = [int(arg) for arg in runs_or_labels if arg.isdigit()]
     labels = [arg for arg in runs_or_labels if not arg.isdigit()]
     runs = select_runs(store, ids, campaign=campaign_id, labels=labels, workload=workload, default="labels")
     comparison = comparison_of(runs)
-    click.echo(render(runs), nl=False)
-    warning = not_storage_warning(runs)
-    if warning is not None:  # before the ratios it qualifies; the review's sentences stay last
-        click.echo(f"WARNING: {warning}")
-    click.echo(to_text(comparison))
-    for line in summary_lines(comparison):
-        click.echo(line)
+    warning = not_storage_warning(runs)  # before the ratios it qualifies; the review's sentences stay last
+    lines = [*([f"WARNING: {warning}"] if warning is not None else []), to_text(comparison),
+             *summary_lines(comparison)]
+    emit(render(runs) + "".join(f"{line}\n" for line in lines), output, "compare", force)
 
 
 @click.command()
@@ -142,6 +154,9 @@ def runs(results_url: str | None) -> None:
     table = Table(title="runs", title_justify="left")
     for header in ("id", "workload", "storage", "status", "started", "database"):
         table.add_column(header)
-    for r in ResultsStore(results_url, create=False).list_runs():
+    store = ResultsStore(results_url, create=False)
+    for r in store.list_runs():
         table.add_row(str(r.id), r.workload, r.storage, r.status, f"{r.started_at:%Y-%m-%d %H:%M}", r.db_url)
     make_console().print(table)
+    for line in store.unreadable:
+        click.echo(f"WARNING: {line}", err=True)

@@ -20,7 +20,7 @@ from tpsbench import __version__
 from tpsbench.commands.load import load
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.meta import (STATE_BUILDING, STATE_COMPLETE, TABLES, built_tables, clear_meta, foreign_tables,
-                                read_meta, write_meta)
+                                read_meta, refuse_while_running, write_meta)
 from tpsbench.core.parse import check_seed
 from tpsbench.core.schema import execute_ddl, install_routines, routines
 from tpsbench.core.target import Target
@@ -48,13 +48,15 @@ def build(
     workers: int | None = None,
     seed: int = 0,
     drop_existing: bool = False,
+    force: bool = False,
     load_time: str | None = None,
     show_progress: bool = True,
     options: Mapping[str, str] | None = None,
 ) -> BuildResult:
     """Create and load ``workload`` at ``scale`` in the database at ``url``.
 
-    Refuses to touch existing tables of the workload unless ``drop_existing``; the data
+    Refuses to touch existing tables of the workload unless ``drop_existing``, and to
+    replace them while a run is active on them unless ``force`` (a stale mark); the data
     depends only on ``seed`` (and ``load_time``, the value of every "now" column),
     never on ``workers``. ``options`` are the workload's build options (sysbench's
     table_size ...).
@@ -77,7 +79,8 @@ def build(
         raise TpsbenchError(
             f"{target.describe()} already has {wl.name} tables ({listed}); add --drop-existing to replace them"
         )
-    drop(wl, target)
+    refuse_while_running(target, wl.name, "rebuild it", force)
+    drop(wl, target, force=True)  # just checked
 
     workers = _worker_count(workers, target)
     params = LoadParams(
@@ -113,11 +116,12 @@ def build(
 
 
 def drop(workload: str | Workload, target: Target | str | None = None,
-         options: Mapping[str, str] | None = None) -> list[str]:
+         options: Mapping[str, str] | None = None, *, force: bool = False) -> list[str]:
     """Drop the tables and metadata of tpsbench's build of the workload, nothing else;
     returns what was dropped. Tables named like the workload's that tpsbench did not
     build here are refused in one line, and nothing is dropped. ``workload``: a name, its
-    ``options`` (custom's file) configuring it, or a configured workload (a build's)."""
+    ``options`` (custom's file) configuring it, or a configured workload (a build's).
+    Refused while a run is active on the data, unless ``force`` (its mark is stale)."""
     if isinstance(workload, Workload):
         wl = workload
     else:
@@ -126,6 +130,7 @@ def drop(workload: str | Workload, target: Target | str | None = None,
             wl.configure(options)
     target = target if isinstance(target, Target) else open_target(target)
     _refuse_foreign(target, wl, "drop anything")
+    refuse_while_running(target, wl.name, "drop its tables", force)
     built = built_tables(target, wl)
     dropped = [table for table in wl.owned_tables(target.table_names()) if table in built]
     execute_ddl(target, [f"DROP TABLE {t}" for t in dropped], "dropping tables")

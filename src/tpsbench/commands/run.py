@@ -21,7 +21,7 @@ from tpsbench.commands.cache import cold_refused, empty_caches
 from tpsbench.commands.storage import storage_facts
 from tpsbench.core.delays import waits_of
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.meta import active_run, note_run_ended, note_run_started, read_meta
+from tpsbench.core.meta import active_run, describe_mark, note_run_ended, note_run_started, read_meta
 from tpsbench.core.parse import check_cache, check_seed, check_text
 from tpsbench.core.redact import scrub_text, secrets_of
 from tpsbench.core.session import RunContext
@@ -190,9 +190,9 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         live(meta["note"])
     other = active_run(target, wl.name)
     if other and not config.force:
-        raise TpsbenchError(f"another run is active on the {wl.name} database at {target.describe()} (host, pid, "
-                            f"since: {other}): two runs at once fail each other's honesty check; wait for it, or "
-                            "add --force")
+        raise TpsbenchError(f"another run is active on the {wl.name} database at {target.describe()} "
+                            f"({describe_mark(other)}): two runs at once fail each other's honesty check; "
+                            "wait for it, or add --force")
     watch = default_observers(target, facts.devices) if observers is None else list(observers)
     cache, memory = _cache_mode(config.cache, target)
     for note in [*facts.notes, *memory.notes] if live is not None else ():
@@ -207,8 +207,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             live(prepared)
         store = ResultsStore(config.results_url)
         stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
-        stored_config |= {"options": ctx.options, "driver_host": driver_host(), "storage": facts.stored(),
-                          "cache": cache, "memory": memory.fit.stored(),
+        stored_config |= {"options": ctx.options, "scale": ctx.scale, "driver_host": driver_host(),
+                          "storage": facts.stored(), "cache": cache, "memory": memory.fit.stored(),
                           **({"cluster": cluster.facts()} if cluster else {})}
         run_id = store.start_run(
             wl.name, db_url=target.describe(), storage=label, config=stored_config,
@@ -224,6 +224,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     kept: list[int] = []  # the steps the store holds in full
     stopped: StoreUnwritable | None = None  # a write failed: the run stopped there
     mark = ""
+    failed: str | None = None  # why a run that went through its steps failed: not one transaction did
     before: dict[str, int] | None = None  # the database's own counts, once read
     seen: list[Readings] = []  # the finished steps' steady readings, for the verdicts' unloaded awaits
 
@@ -244,7 +245,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     try:
         if live is not None:
             live(plan_line(run_id, config, store.url))
-        mark = note_run_started(target, wl.name) if read_meta(target, wl.name) else ""
+        mark = note_run_started(target, wl.name, run_id) if read_meta(target, wl.name) else ""
         before = _database_counts(wl, target)
         outcome = run_plan(
             plan,
@@ -253,6 +254,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             live=live, observers=watch, transport=cluster, before_step=empty if cache == "cold" else None,
         )
         status = outcome.status.value
+        failed = _all_failed(outcome) if status == "completed" else None
+        status = "failed" if failed else status
     except KeyboardInterrupt:  # a second Ctrl-C, or a signal while workers start: what finished is kept
         status = "interrupted"
         raise
@@ -280,6 +283,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             # steps run in order and the first failed write stops the run: it failed in the step after those kept
             raise failure.run_ended(run_id, kept, during=len(kept) + 1 if stopped else None,
                                     end_written=unended is None) from failure
+    if failed and live is not None:
+        live(f"run {run_id} FAILED: {scrub_text(failed, secrets_of(target.url))}")
     if honesty["match"] is False and live is not None:
         live(f"HONESTY CHECK {honesty_text(honesty)}")
     return RunRecord(run_id, status, outcome, honesty, store)
@@ -359,6 +364,17 @@ def _finish_step(store: ResultsStore, run_id: int, result: StepOutcome, live: Ca
         said = step_verdict(config, db_url, result.users, result.observations, seen, result.summary)
         seen.append(result.observations)
         live(f"step {result.step} limited by: {scrub_text(said.text, secrets)}")
+
+
+def _all_failed(outcome: RunOutcome) -> str | None:
+    """Why a run whose every transaction failed is 'failed', with the first error; None
+    when any committed or rolled back as the workload meant (or none was tried)."""
+    totals = [total for step in outcome.steps if (total := step.total()) is not None]
+    errors = sum(t.total("errors") for t in totals)
+    if errors == 0 or sum(t.total("commits") + t.total("rollbacks") for t in totals) > 0:
+        return None
+    first = next((message for t in totals for _, message in t.errors), "")
+    return f"every transaction failed ({errors:,} errors, none committed){': ' + first if first else ''}"
 
 
 def _database_counts(wl: Workload, target: Target) -> dict[str, int]:

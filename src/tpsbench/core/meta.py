@@ -39,7 +39,7 @@ STATE_BUILDING = "building"
 STATE_COMPLETE = "complete"
 #: the metadata entry that names the tables a build created, comma-separated
 TABLES = "tables"
-#: the metadata entry of a run in progress on the data: "host pid started-at"
+#: the metadata entry of a run in progress on the data: "host pid started-at [run-id]"
 ACTIVE = "active_run"
 
 
@@ -116,17 +116,36 @@ def foreign_tables(target: Target, workload: Workload) -> list[str]:
     return sorted(set(workload.owned_tables(target.table_names())) - built_tables(target, workload))
 
 
-def note_run_started(target: Target, workload: str) -> str:
+def note_run_started(target: Target, workload: str, run_id: int | None = None) -> str:
     """Count a run against the data, so that checks know the data is no longer as built,
-    and mark it active (:func:`active_run`) until :func:`note_run_ended`; the mark."""
+    and mark it active (:func:`active_run`) until :func:`note_run_ended`; the mark names
+    the run's id in the results store, so that a refusal can say which run holds it."""
     runs = int(read_meta(target, workload).get("runs", "0"))
     mark = f"{socket.gethostname()} {os.getpid()} {datetime.now(UTC).isoformat(timespec='seconds')}"
+    mark += "" if run_id is None else f" {run_id}"
     try:
         write_meta(target, workload, {"runs": runs + 1, ACTIVE: mark})
     except KeyboardInterrupt:  # Ctrl-C (SIGTERM) may come once the mark is in, as the connection closes
         note_run_ended(target, workload, mark)
         raise
     return mark
+
+
+def describe_mark(mark: str) -> str:
+    """A run's mark as a person reads it: "run 7 started 2026-01-02T03:04:05+00:00 by pid 123 on db1"."""
+    host, pid, since, run_id = (mark.split(" ") + ["", "", ""])[:4]
+    return f"run {run_id or '(id not recorded)'} started {since or '(unknown)'} by pid {pid} on {host}"
+
+
+def refuse_while_running(target: Target, workload: str, doing: str, force: bool) -> None:
+    """Refuse in one line to ``doing`` (drop, rebuild) the data a run is using: that run
+    would fail and be left 'running'. ``force``: the user knows the mark is stale (the run's
+    host is gone); a mark left by a dead process of this host is not counted at all."""
+    mark = active_run(target, workload)
+    if mark and not force:
+        raise TpsbenchError(f"a run is active on the {workload} database at {target.describe()} "
+                            f"({describe_mark(mark)}): tpsbench will not {doing} under it; wait for it to end, "
+                            "or add --force if that run is gone and its mark is stale")
 
 
 def note_run_ended(target: Target, workload: str, mark: str) -> None:

@@ -20,6 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tpsbench.core.errors import TpsbenchError
 from tpsbench.measure.summary import SteadySummary
 from tpsbench.report.table import OBSERVER_ROWS, ROWS, run_labels
 from tpsbench.results.records import RunData
@@ -30,6 +31,8 @@ _GETTERS = {name: get for name, get, _ in ROWS}
 #: ROWS, or OBSERVER_ROWS for IOPS), in the sentence's order
 METRICS = (("tps", "TPS", "TPS"), ("iops", "IOPS", "IOPS"), ("avg_ms", "avg latency", "avg (ms)"),
            ("p95_ms", "p95 latency", "p95 (ms)"))
+#: the metrics whose 0 is a measurement (a latency of 0 means no transaction finished)
+THROUGHPUTS = ("tps", "iops")
 #: IOPS as the report table reads it: (observer, figures summed, scale)
 _IOPS_OBSERVER, _IOPS_FIGURES, _IOPS_SCALE = next(r[1:4] for r in OBSERVER_ROWS if r[0] == "IOPS")
 
@@ -89,8 +92,29 @@ def _geomean(ratios: list[float]) -> float | None:
     return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
 
 
+def check_comparable(runs: Sequence[RunData]) -> None:
+    """Refuse in one line what no ratio can be read from: a single configuration, or runs
+    of different workloads or scales (a ratio between them says nothing about storage)."""
+    if len(runs) < 2:
+        only = f" (run {runs[0].run.id})" if runs else ""
+        raise TpsbenchError(f"compare needs two configurations or more, got one{only}: name another run id or "
+                            "storage label")
+    first = runs[0].run
+    for data in runs[1:]:
+        run = data.run
+        if run.workload != first.workload:
+            raise TpsbenchError(f"runs {first.id} and {run.id} ran different workloads ({first.workload}, "
+                                f"{run.workload}): compare runs of one workload")
+        scales = first.config.get("scale"), run.config.get("scale")
+        if None not in scales and scales[0] != scales[1]:
+            raise TpsbenchError(f"runs {first.id} and {run.id} ran {first.workload} at different scales "
+                                f"({scales[0]}, {scales[1]}): compare runs of one scale")
+
+
 def compare(runs: Sequence[RunData], baseline: int = 0) -> Comparison:
-    """Every run against ``runs[baseline]`` at each user load the baseline shares with another run."""
+    """Every run against ``runs[baseline]`` at each user load the baseline shares with
+    another run; :func:`check_comparable` first."""
+    check_comparable(runs)
     if not 0 <= baseline < len(runs):
         raise ValueError(f"baseline must be the index of one of the {len(runs)} runs, not {baseline}")
     per_run = [_by_users(data) for data in runs]
@@ -131,9 +155,24 @@ def summary_lines(comparison: Comparison) -> list[str]:
         if load is None:
             lines.append(f"{label} vs {base}: no user load in common")
             continue
-        said = [f"{_percent(r)} {name}" for key, name, _ in METRICS if (r := load.ratios[i][key]) is not None]
+        said = [_said(load, i, comparison.baseline, key, name) for key, name, _ in METRICS]
+        said = [text for text in said if text]
         lines.append(f"{label} vs {base} at {users_text(load.users)}: {', '.join(said) or 'no figure to compare'}")
     return lines
+
+
+def _said(load: Load, i: int, baseline: int, key: str, name: str) -> str:
+    """One ratio of the sentence; where both runs have a throughput but the baseline's is 0,
+    that it cannot be computed (a metric either run lacks, a latency of 0 that no
+    transaction gave: nothing)."""
+    ratio = load.ratios[i][key]
+    if ratio is not None:
+        return f"{_percent(ratio)} {name}"
+    mine, base = load.figures[i], load.figures[baseline]
+    if key in THROUGHPUTS and mine is not None and base is not None and mine.get(key) is not None \
+            and base.get(key) == 0:
+        return f"{name} ratio not computable (the baseline's is 0)"
+    return ""
 
 
 def _cell(ratio: float | None) -> str:

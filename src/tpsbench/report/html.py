@@ -23,6 +23,7 @@ from tpsbench import __version__
 from tpsbench.measure.honesty import honesty_text
 from tpsbench.report import charts
 from tpsbench.report.limits import not_storage_warning, run_verdicts
+from tpsbench.report.output import HTML_GENERATOR
 from tpsbench.report.table import (
     METRIC_HEADER,
     STORAGE_HEADER,
@@ -273,7 +274,7 @@ def to_html(runs: Sequence[RunData], histograms: charts.Histograms | None = None
     nav = "".join(f'<a href="#{key}">{_e(name)}</a>' for key, name, _ in shown)
     body = "".join(f'<section id="{key}"><h2>{_e(name)}</h2>{body}</section>' for key, name, body in shown)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">{HTML_GENERATOR}'
             f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>"
             f'<header><h1>{_e(title)}</h1><p class="note">{len(runs)} run(s), written by tpsbench '
             f"{_e(__version__)}</p><nav>{nav}</nav></header>{body}</body></html>\n")

@@ -6,8 +6,9 @@ review and a spreadsheet.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from tpsbench.measure.summary import SteadySummary
@@ -96,3 +97,34 @@ class RunData:
         return out
 
 
+#: columns of ``runs`` the store reads as stored and parses here, so that a malformed one
+#: (edited by hand, written by a foreign tool) is said for its run, not fatal to a listing
+TIME_COLUMNS = ("started_at", "ended_at")
+RAW_COLUMNS = ("config", "server", "honesty", *TIME_COLUMNS)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+
+def _parsed(r: Any, column: str) -> Any:
+    """A JSON or time column of a ``runs`` row, parsed; ValueError naming it if malformed."""
+    value = getattr(r, column)
+    if not isinstance(value, str):
+        return value  # None, or what the driver parsed already (PostgreSQL's json, timestamps)
+    try:
+        return datetime.fromisoformat(value) if column in TIME_COLUMNS else json.loads(value)
+    except ValueError:
+        raise ValueError(f"its {column} is not {'a valid time' if column in TIME_COLUMNS else 'valid JSON'}: "
+                         f"{value[:40]!r}") from None
+
+
+def run_from_row(r: Any) -> Run:
+    """A ``runs`` row (its RAW_COLUMNS as stored) as a Run; ValueError if malformed."""
+    config, server = _parsed(r, "config"), _parsed(r, "server")
+    if not isinstance(config or {}, dict) or not isinstance(server or {}, dict):
+        raise ValueError("its config or server settings are not a JSON object")
+    return Run(id=r.id, workload=r.workload, started_at=_aware(_parsed(r, "started_at")),
+               ended_at=_aware(_parsed(r, "ended_at")), status=r.status, storage=r.storage, config=config or {},
+               seed=r.seed, tool_version=r.tool_version, db_url=r.db_url, server=server or {},
+               honesty=_parsed(r, "honesty"), notes=r.notes or "")

@@ -9,7 +9,11 @@ Version history:
 1. runs, steps, intervals, histograms, errors (no ``store_info`` table);
 2. observations: what step observers read beside every interval and step (host CPU ...);
 3. campaigns: a set of runs made together (``tpsbench campaign``); its runs name it in
-   their config (``campaign``).
+   their config (``campaign``);
+4. tpsbench_results_store: the store's own marker. A database with tables named like the
+   store's (an application's ``runs``) but without it is someone else's and is refused,
+   untouched; a store of layouts 1-3 is recognised by its ``runs`` columns (and
+   ``store_info``) and gains the marker when a run next writes to it.
 """
 
 from __future__ import annotations
@@ -17,12 +21,19 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 #: the layout this tpsbench writes and reads (see the module docstring)
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 STATUSES = ("running", "completed", "interrupted", "failed")
 #: the longest storage label the runs table keeps
 STORAGE_LABEL_MOST = 200
 
 metadata = sa.MetaData()
+#: the marker: a table only a results store has (layout 4 on), one row naming its maker
+marker_table = sa.Table(
+    "tpsbench_results_store", metadata,
+    sa.Column("made_by", sa.String(64), primary_key=True),
+)
+#: the columns every layout's ``runs`` table has: how a store older than the marker is known
+RUNS_COLUMNS_SINCE_1 = frozenset({"id", "workload", "started_at", "ended_at", "status", "storage", "config"})
 runs_table = sa.Table(
     "runs", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),

@@ -38,10 +38,11 @@ from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.observers import Readings
 from tpsbench.measure.reports import ALL, IntervalReport
 from tpsbench.measure.summary import SteadySummary
-from tpsbench.results.records import Run, RunData, StoredError, StoredInterval, StoredObservation, StoredStep
-from tpsbench.results.schema import (COUNTS, PROBLEM, SCHEMA_VERSION, STATUSES, campaigns_table, errors_table,
-                                     histograms_table, intervals_table, metadata, observations_table, runs_table,
-                                     steps_table, store_info_table)
+from tpsbench.results.records import (RAW_COLUMNS, Run, RunData, StoredError, StoredInterval, StoredObservation,
+                                      StoredStep, run_from_row)
+from tpsbench.results.schema import (COUNTS, PROBLEM, RUNS_COLUMNS_SINCE_1, SCHEMA_VERSION, STATUSES,
+                                     campaigns_table, errors_table, histograms_table, intervals_table, marker_table,
+                                     metadata, observations_table, runs_table, steps_table, store_info_table)
 
 DEFAULT_URL = "sqlite:///tpsbench-results.db"
 ENV_VAR = "TPSBENCH_RESULTS"
@@ -55,6 +56,9 @@ DEFAULT_DRIVERS = {"postgresql": "psycopg", "postgres": "psycopg", "mysql": "pym
 #: transaction and for readers' brief reads; 30 s is far more than those take even on a
 #: disk busy with a benchmark, and a lock held longer is a fault that stops the run.
 SQLITE_BUSY_TIMEOUT_S = 30.0
+#: the largest run id a store holds (a 64-bit signed integer); readers refuse a larger one
+RUN_ID_MOST = 2**63 - 1
+
 #: the causes a failed write's line names, by words of SQLite's, PostgreSQL's and MySQL's
 #: messages; any other cause is the driver's own first line
 CAUSES = (("disk is full", "disk full"), ("no space left", "disk full"), ("readonly database", "read-only"),
@@ -91,10 +95,6 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
-
-
 class ResultsStore:
     """Runs, steps, intervals, histograms and errors in any SQLAlchemy database."""
 
@@ -105,6 +105,8 @@ class ResultsStore:
         then a one-line error."""
         text = url or os.environ.get(ENV_VAR) or DEFAULT_URL
         self._secrets: set[str] = set()
+        #: the runs the last list_runs left out, one line each (a malformed stored row)
+        self.unreadable: list[str] = []
         self._learn(text)
         self.url = safe_url(text)
         try:
@@ -126,6 +128,10 @@ class ResultsStore:
                                     f"this one knows up to {SCHEMA_VERSION}): upgrade tpsbench to read it")
             if version < SCHEMA_VERSION and create:  # new or older; readers read older layouts as they are
                 with self._transaction("creating its tables") as conn:
+                    # the marker first (MySQL commits each CREATE): a second writer never sees a store without it
+                    marker_table.create(conn, checkfirst=True)
+                    conn.execute(marker_table.delete())
+                    conn.execute(marker_table.insert().values(made_by="tpsbench"))
                     metadata.create_all(conn, checkfirst=True)  # in the write: a second writer waits, then sees them
                     conn.execute(store_info_table.delete().where(store_info_table.c.name == "schema_version"))
                     conn.execute(store_info_table.insert().values(name="schema_version", value=str(SCHEMA_VERSION)))
@@ -136,10 +142,22 @@ class ResultsStore:
             raise TpsbenchError(f"results store {self.url}: cannot open: {self._clean(reason)}") from exc
 
     def _version(self) -> int:
-        """The layout version of the store: 0 if empty, 1 if written before versions were kept."""
-        tables = set(sa.inspect(self.engine).get_table_names())
-        if store_info_table.name not in tables:
-            return 1 if runs_table.name in tables else 0
+        """The layout version of the store: 0 if it has none of the store's tables, 1 if
+        written before versions were kept. A database with tables named like the store's
+        that is not one (no marker, and not an older store's layout) is refused untouched."""
+        inspector = sa.inspect(self.engine)
+        tables = set(inspector.get_table_names())
+        if marker_table.name not in tables:
+            named = sorted(tables & set(metadata.tables))
+            if not named:
+                return 0
+            if runs_table.name not in tables or not RUNS_COLUMNS_SINCE_1 <= {
+                    c["name"] for c in inspector.get_columns(runs_table.name)}:
+                raise TpsbenchError(f"results store {self.url}: this database has tables named like a results "
+                                    f"store's ({', '.join(named)}) but is not one (no {marker_table.name} table): "
+                                    "tpsbench will not touch them; name another --results")
+        if store_info_table.name not in tables:  # before versions were kept, or a writer is creating it
+            return 0 if marker_table.name in tables else 1
         with self.engine.connect() as conn:
             value = conn.execute(sa.select(store_info_table.c.value).where(
                 store_info_table.c.name == "schema_version")).scalar()
@@ -320,15 +338,35 @@ class ResultsStore:
             reason = first_line(getattr(exc, "orig", None) or exc)
             raise TpsbenchError(f"results store {self.url}: {doing} failed: {self._clean(reason)}") from exc
 
+    def _run_rows(self, doing: str, *where: Any) -> list[Any]:
+        """Rows of ``runs`` with their JSON and time columns as the database holds them
+        (parsed by :func:`run_from_row`), so that one malformed row cannot stop a whole listing."""
+        raw = [sa.type_coerce(c, sa.Text).label(c.name) if c.name in RAW_COLUMNS else c for c in runs_table.c]
+        return self._read(doing, sa.select(*raw).where(*where).order_by(runs_table.c.id))
+
     def list_runs(self) -> list[Run]:
-        """Every run, oldest first."""
-        return [_run(r) for r in self._read("listing runs", sa.select(runs_table).order_by(runs_table.c.id))]
+        """Every run that can be read, oldest first; a malformed row (edited by hand, half
+        written by a foreign tool) is left out and said in :attr:`unreadable`."""
+        self.unreadable = []
+        runs = []
+        for row in self._run_rows("listing runs"):
+            try:
+                runs.append(run_from_row(row))
+            except ValueError as exc:
+                self.unreadable.append(f"run {row.id} cannot be read, left out: {exc}")
+        return runs
 
     def load_run(self, run_id: int) -> RunData:
         """A run with its steps, intervals and error samples (histograms: load_histogram)."""
-        found = self._read("reading a run", sa.select(runs_table).where(runs_table.c.id == run_id))
+        if not 1 <= run_id <= RUN_ID_MOST:
+            raise TpsbenchError(f"run id {run_id} is not one a results store holds (1 to {RUN_ID_MOST:,})")
+        found = self._run_rows("reading a run", runs_table.c.id == run_id)
         if not found:
             raise TpsbenchError(f"results store {self.url} has no run {run_id}")
+        try:
+            run = run_from_row(found[0])
+        except ValueError as exc:
+            raise TpsbenchError(f"results store {self.url}: run {run_id} cannot be read: {exc}") from None
         steps = [StoredStep(step=r.step, users=r.users, rampup_s=r.rampup_s, duration_s=r.duration_s,
                             summary=SteadySummary.from_dict(r.detail) if r.detail else None)
                  for r in self._read("reading steps", sa.select(steps_table).where(
@@ -348,7 +386,7 @@ class ResultsStore:
                                           value=r.value)
                         for r in self._read("reading observations", sa.select(observations_table).where(
                             o.run_id == run_id).order_by(o.step, o.interval, o.id))]
-        return RunData(run=_run(found[0]), steps=steps, intervals=intervals, errors=errors,
+        return RunData(run=run, steps=steps, intervals=intervals, errors=errors,
                        observations=observations)
 
     def load_histogram(self, run_id: int, step: int, txn: str = ALL,
@@ -359,10 +397,3 @@ class ResultsStore:
                  c.interval.is_(None) if interval is None else c.interval == interval]
         rows = self._read("reading a histogram", sa.select(c.data).where(*where).order_by(c.id))
         return LatencyHistogram.decode(rows[-1].data) if rows else None
-
-
-def _run(r: Any) -> Run:
-    return Run(id=r.id, workload=r.workload, started_at=_aware(r.started_at), ended_at=_aware(r.ended_at),
-               status=r.status, storage=r.storage, config=r.config or {}, seed=r.seed,
-               tool_version=r.tool_version, db_url=r.db_url, server=r.server or {}, honesty=r.honesty,
-               notes=r.notes or "")
