@@ -25,6 +25,7 @@ from tpsbench.cli.options import (
     stack,
     workload_option,
 )
+from tpsbench.core.errors import EXIT_CODES
 from tpsbench.core.parse import parse_duration, parse_rates, parse_users
 from tpsbench.core.workload import Workload
 
@@ -205,7 +206,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
                    f"{'; step ' + ', '.join(short) + ' ran short of its plan (PROBLEM above)' if short else ''}"
                    f"; honesty check {HONESTY[record.honesty['match']]}")
         if record.status == "interrupted":
-            raise SystemExit(143 if record.outcome.signal == signal.SIGTERM else 130)
+            raise SystemExit(EXIT_CODES[record.outcome.signal or signal.SIGINT])
         if not record.honesty["match"] or record.status != "completed" or short:
             raise SystemExit(1)
 
