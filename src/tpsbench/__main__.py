@@ -1,7 +1,5 @@
 """``python -m tpsbench`` and the ``tpsbench`` command."""
 
-import atexit
-import logging
 import os
 import signal
 import sys
@@ -46,12 +44,16 @@ def entry() -> None:
     first second or so) ends like an interruption anywhere else: one line and exit code
     130 (143, 129), no traceback; and so does one while a database call does not return
     (watchdog)."""
-    atexit.register(_keep_exit_code)  # registered first, so it runs last
-    # SIGHUP stays ignored under nohup; SIGINT is ignored for a command started in the
-    # background by a script (`cmd &`), where it is still the way to stop it
+    # first of all (a signal before it ends in Python's traceback): SIGHUP stays ignored
+    # under nohup; SIGINT is ignored for a command started in the background by a script
+    # (`cmd &`), where it is still the way to stop it
     listened = [sig for sig in EXIT_CODES if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN]
     for sig in listened:
         signal.signal(sig, _quit)
+    import atexit
+    import logging
+
+    atexit.register(_keep_exit_code)  # registered first, so it runs last
     from tpsbench.cli.main import main
     from tpsbench.core import watchdog
     from tpsbench.core.errors import raise_interruption, signal_of

@@ -10,6 +10,7 @@ and after the last, against what the driver counted.
 from __future__ import annotations
 
 import secrets
+import signal
 from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -19,11 +20,12 @@ from tpsbench import __version__
 from tpsbench.commands.build import build
 from tpsbench.commands.storage import storage_facts
 from tpsbench.core.delays import waits_of
-from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.errors import TpsbenchError, signal_of
 from tpsbench.core.meta import active_run, note_run_ended, note_run_started, read_meta
 from tpsbench.core.parse import check_seed, check_text
 from tpsbench.core.redact import scrub_text, secrets_of
 from tpsbench.core.session import RunContext
+from tpsbench.core.signals import ENDING, blocked
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
 from tpsbench.engine.coordinator import LoadStep, RunOutcome, RunStatus, StepOutcome, check_steps, plan_run, run_plan
@@ -189,6 +191,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     for note in facts.notes if live is not None else ():
         live(note)
     cluster = _cluster(config, ctx.url, live)
+    unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, ())  # this thread's mask, unchanged
     try:
         plan = plan_run(ctx, wl, steps, workers=config.workers, target=target,
                         beside=sum(o.connections for o in watch), capacity=cluster.capacity if cluster else None)
@@ -198,13 +201,16 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             live(prepared)
         store = ResultsStore(config.results_url)
         stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
-        run_id = store.start_run(
-            wl.name, db_url=target.describe(), storage=label,
-            config=stored_config | {"options": ctx.options, "driver_host": driver_host(), "storage": facts.stored(),
-                                    **({"cluster": cluster.facts()} if cluster else {})},
-            seed=seed, server=target.server_info(), notes=config.notes, tool_version=__version__,
-        )
+        row = {"db_url": target.describe(), "storage": label, "seed": seed, "server": target.server_info(),
+               "notes": config.notes, "tool_version": __version__,
+               "config": stored_config | {"options": ctx.options, "driver_host": driver_host(),
+                                          "storage": facts.stored(), **({"cluster": cluster.facts()} if cluster else {})}}
+        # from the run's row to the try below that ends it, a signal waits (blocked): one
+        # that came between them left the run stored as running for ever
+        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, ENDING)
+        run_id = store.start_run(wl.name, **row)
     except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
         if cluster is not None:
             cluster.close(0.0)
         raise
@@ -222,6 +228,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
 
     # the run is stored as running from here: whatever ends it now (a signal, a lost database) must end it there
     try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)  # a signal that waited ends the run from here
         if live is not None:
             live(plan_line(run_id, config, store.url))
         mark = note_run_started(target, wl.name) if read_meta(target, wl.name) else ""
@@ -246,15 +253,20 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         elif before is None or (status == "interrupted" and not outcome.steps):  # cut short before any step came back
             honesty = {"match": None, "skipped": f"{status} before the steps' counts were in"}
         else:
-            honesty = honesty_check(wl, before, _database_counts(wl, target),
-                                    (result.total() for result in outcome.steps))
+            try:
+                honesty = honesty_check(wl, before, _database_counts(wl, target),
+                                        (result.total() for result in outcome.steps))
+            except KeyboardInterrupt as exc:  # the run's steps are done and kept; it ends interrupted, unchecked
+                status, outcome.signal = "interrupted", signal_of(exc)
+                honesty = {"match": None, "skipped": "interrupted during the honesty check"}
         unended: StoreUnwritable | None = None
-        try:
-            store.finish_run(run_id, status, honesty)
-        except StoreUnwritable as exc:
-            unended = exc
-        if mark:
-            note_run_ended(target, wl.name, mark)
+        with blocked():  # a signal now waits until the run's end is written (else it stays running)
+            try:
+                store.finish_run(run_id, status, honesty)
+            except StoreUnwritable as exc:
+                unended = exc
+            if mark:
+                note_run_ended(target, wl.name, mark)
         failure = stopped or unended
         if failure is not None:  # also in place of a second Ctrl-C: what the store holds is the news
             # steps run in order and the first failed write stops the run: it failed in the step after those kept
