@@ -153,19 +153,17 @@ def test_a_signal_ends_a_campaign_with_its_own_exit_code(sig: int, group: bool, 
     campaign exits with the signal's own code, stored as interrupted."""
     urls = {name: copy_of(built_tpcc_sqlite, tmp_path, name + ".db") for name in ("first", "second")}
     path = write_campaign(tmp_path, urls, duration="5m")
-    proc = subprocess.Popen([sys.executable, "-m", "tpsbench", "campaign", str(path)], cwd=tmp_path, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    assert proc.stderr is not None
-    while "[first] [" not in proc.stderr.readline():  # the first target's first live line
-        assert proc.poll() is None
-    if group:
-        os.killpg(proc.pid, sig)
-    else:
-        proc.send_signal(sig)
-    sent = time.monotonic()
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == EXIT[sig] and time.monotonic() - sent < WITHIN_S, (proc.returncode, out, err)
+    sessions: list[int] = []
+
+    def first_live_line(proc: subprocess.Popen[str]) -> None:  # of the first target
+        sessions.append(proc.pid)
+        assert proc.stderr is not None
+        while "[first] [" not in proc.stderr.readline() and proc.poll() is None:
+            pass
+
+    code, took, out, err = _signal_after(["campaign", str(path)], tmp_path, first_live_line, sig, group=group)
+    assert took > 0 and code == EXIT[sig] and took < WITHIN_S, (code, took, out, err)
     assert out.rstrip().endswith("campaign 1: interrupted") and "Traceback" not in out + err
-    assert not left_in_session(proc.pid)
+    assert not left_in_session(sessions[0])
     store = ResultsStore(f"sqlite:///{tmp_path / 'tpsbench-results.db'}", create=False)
     assert [(r.storage, r.status) for r in store.list_runs()] == [("first", "interrupted")]

@@ -64,7 +64,8 @@ def common_run_options(cls: type[Workload]) -> Decorator:
                           " on each client machine; this one stays the coordinator, stores the results and prints"
                           " the live line. Each worker must reach the database by the --db URL from its own host,"
                           " and this host at the port tpsbench listens on. --processes then counts driver processes"
-                          " over the whole cluster. Default: processes on this host."),
+                          " over the whole cluster; a SQLite --db needs its absolute path (sqlite:////data/tpcc.db)."
+                          " The address carries no user or password. Default: processes on this host."),
         click.option("--cluster-workers", default=None, metavar="LIST",
                      help="With --cluster: only these Dask workers, a LIST of worker names, addresses or hosts"
                           " (a host stands for all its workers). Default: every worker of the cluster."),
@@ -221,7 +222,9 @@ def run() -> None:
     \b
     Each step: users connect spread over --rampup, then the --duration window is
     measured; a live line prints every --interval; at the end, a table with user loads
-    across and TPS, response times and percentiles down, and the host's CPU.
+    across and TPS, response times and percentiles down, and the host's CPU. Ctrl-C,
+    SIGTERM or SIGHUP (to tpsbench or its whole process group) ends it within seconds,
+    keeps every finished interval, stores it as interrupted and exits 130, 143 or 129.
 
     \b
       tpsbench run tpcc --build-if-missing --scale 1 --users 1,4,8 --duration 20s

@@ -104,8 +104,8 @@ def connect(address: str, names: Sequence[str], url: str, *, timeout_s: float = 
 
 def checked_address(address: str) -> tuple[str, int]:
     """The host and port of a scheduler's ``address``, refused in one line before anything
-    connects when it is not one: user info (a scheduler takes none; the text after it is
-    never shown), an unknown scheme, no host or port."""
+    connects when it is not one: user info (a scheduler takes none; what stands before
+    its '@' is never shown), an unknown scheme, no host or port."""
     scheme, sep, rest = address.partition("://")
     if not sep:
         scheme, rest = "tcp", address
