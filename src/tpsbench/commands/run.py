@@ -10,7 +10,6 @@ and after the last, against what the driver counted.
 from __future__ import annotations
 
 import secrets
-import signal
 from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -25,7 +24,7 @@ from tpsbench.core.meta import active_run, note_run_ended, note_run_started, rea
 from tpsbench.core.parse import check_seed, check_text
 from tpsbench.core.redact import scrub_text, secrets_of
 from tpsbench.core.session import RunContext
-from tpsbench.core.signals import ENDING, blocked
+from tpsbench.core.signals import Deferred
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
 from tpsbench.engine.coordinator import LoadStep, RunOutcome, RunStatus, StepOutcome, check_steps, plan_run, run_plan
@@ -191,7 +190,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     for note in facts.notes if live is not None else ():
         live(note)
     cluster = _cluster(config, ctx.url, live)
-    unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, ())  # this thread's mask, unchanged
+    waiting = Deferred()
     try:
         plan = plan_run(ctx, wl, steps, workers=config.workers, target=target,
                         beside=sum(o.connections for o in watch), capacity=cluster.capacity if cluster else None)
@@ -205,12 +204,12 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
                "notes": config.notes, "tool_version": __version__,
                "config": stored_config | {"options": ctx.options, "driver_host": driver_host(),
                                           "storage": facts.stored(), **({"cluster": cluster.facts()} if cluster else {})}}
-        # from the run's row to the try below that ends it, a signal waits (blocked): one
-        # that came between them left the run stored as running for ever
-        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, ENDING)
+        # from the run's row to the try below that ends it, a signal waits: one that came
+        # between them left the run stored as running for ever
+        waiting.hold()
         run_id = store.start_run(wl.name, **row)
     except BaseException:
-        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
+        waiting.release()
         if cluster is not None:
             cluster.close(0.0)
         raise
@@ -228,7 +227,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
 
     # the run is stored as running from here: whatever ends it now (a signal, a lost database) must end it there
     try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)  # a signal that waited ends the run from here
+        waiting.release()  # a signal that waited ends the run from here
         if live is not None:
             live(plan_line(run_id, config, store.url))
         mark = note_run_started(target, wl.name) if read_meta(target, wl.name) else ""
@@ -260,7 +259,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
                 status, outcome.signal = "interrupted", signal_of(exc)
                 honesty = {"match": None, "skipped": "interrupted during the honesty check"}
         unended: StoreUnwritable | None = None
-        with blocked():  # a signal now waits until the run's end is written (else it stays running)
+        with Deferred():  # a signal now waits until the run's end is written (else it stays running)
             try:
                 store.finish_run(run_id, status, honesty)
             except StoreUnwritable as exc:

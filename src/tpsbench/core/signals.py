@@ -15,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 from collections.abc import Iterator
+from types import TracebackType
 
 #: the signals a command ends on cleanly (tpsbench.core.errors.EXIT_CODES)
 ENDING = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
@@ -47,6 +49,42 @@ def held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
     with blocked():
         yield
+
+
+class Deferred:
+    """While on, a signal of :data:`ENDING` is only noted; once off, the handlers that were
+    there before get it, as if it came then. For writes that must not be cut in two (a
+    run's row as running, then the try that ends it; its final status): blocking the
+    signals is not enough, since one whose handler is already due would still raise there."""
+
+    def __init__(self) -> None:
+        self.came: int | None = None
+        self.previous: dict[int, object] = {}
+
+    def hold(self) -> Deferred:
+        """On (until :meth:`release`)."""
+        if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
+            self.previous = {sig: signal.signal(sig, self._note) for sig in listened()}
+        return self
+
+    def __enter__(self) -> Deferred:
+        return self.hold()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+    def _note(self, signum: int, frame: object) -> None:
+        self.came = self.came or signum
+
+    def release(self) -> None:
+        """Off: the handlers before are back, and get the signal that came meanwhile."""
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        self.previous = {}
+        if self.came is not None:
+            came, self.came = self.came, None
+            signal.raise_signal(came)
 
 
 def ignore_here() -> None:
