@@ -1,4 +1,6 @@
-"""Ctrl-C and SIGTERM at any moment: one line, exit 130 or 143 within 5 s, nothing left half done.
+"""Ctrl-C, SIGTERM and SIGHUP at any moment: one line, exit 130, 143 or 129 within 5 s,
+nothing left half done; sent to the process, or to its whole group as a terminal sends
+them (test_group_signals has more of the latter: builds, campaigns, nohup).
 
 The moments a user hits: while a connection waits for a server that never answers (a C
 driver holds the main thread there: tpsbench.core.watchdog), and anywhere in a run,
@@ -28,7 +30,7 @@ from tpsbench.commands.run import RunConfig, run
 from tpsbench.core.errors import raise_interruption
 from tpsbench.results.store import ResultsStore
 
-EXIT: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
+EXIT: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 #: the longest a signal may take to end the process
 WITHIN_S = 5.0
 #: the most a finished process takes to end (its exit handlers, Python's own shutdown);
@@ -44,17 +46,22 @@ def _env() -> dict[str, str]:
 Moment = Callable[[subprocess.Popen[str]], None]
 
 
-def _signal_after(args: list[str], cwd: Path, moment: Moment, sig: int) -> tuple[int, float, str, str]:
-    """Start ``tpsbench ARGS``, send ``sig`` at ``moment``; (exit code, seconds it took
-    after the signal (0 if it ended before), stdout, stderr)."""
+def _signal_after(args: list[str], cwd: Path, moment: Moment, sig: int,
+                  group: bool = False) -> tuple[int, float, str, str]:
+    """Start ``tpsbench ARGS`` (in a session of its own), send ``sig`` at ``moment`` to it,
+    or to its whole process group as a terminal does (``group``); (exit code, seconds it
+    took after the signal (0 if it ended before), stdout, stderr)."""
     proc = subprocess.Popen([sys.executable, "-m", "tpsbench", *args], cwd=cwd, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         moment(proc)
         if proc.poll() is not None:
             out, err = proc.communicate()
             return proc.returncode, 0.0, out, err
-        proc.send_signal(sig)
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
         sent = time.monotonic()
         out, err = proc.communicate(timeout=60)
     finally:
@@ -155,11 +162,11 @@ def test_a_signal_at_any_moment_of_a_run_ends_it_cleanly(built_tpcc_sqlite: Path
         folder = tmp_path / f"at{index}"
         folder.mkdir()
         db = copy_of(built_tpcc_sqlite, folder)
-        sig = (signal.SIGINT, signal.SIGTERM)[index % 2]
+        sig = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)[index % 3]
         args = ["run", "tpcc", "--db", db, "--results", f"sqlite:///{folder / 'results.db'}", "--users", "1,2",
                 "--rampup", "0.5s", "--duration", "1s", "--interval", "0.5s"]
         moment = MOMENTS[index]
-        outcome = _signal_after(args, folder, after(moment), sig)
+        outcome = _signal_after(args, folder, after(moment), sig, group=index % 2 == 0)
         if not outcome[1]:  # over before the signal
             return moment, sig, outcome, folder, None
         # then a run on the same data: none left marked active, nothing damaged (its honesty check)
@@ -244,7 +251,7 @@ def test_a_ctrl_c_that_python_wrapped_in_another_error_is_still_an_interruption(
     assert (done.returncode, done.stderr) == (130, "tpsbench: interrupted\n")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
 def test_a_signal_whose_exception_a_library_swallowed_still_ends_the_command(sig: int, tmp_path: Path,
                                                                             deliverable_sigint: None) -> None:
     """numpy's random module, as it is imported, catches everything, KeyboardInterrupt
@@ -256,7 +263,7 @@ def test_a_signal_whose_exception_a_library_swallowed_still_ends_the_command(sig
                                               "        time.sleep(5)\n"
                                               "    except BaseException:\n"
                                               "        pass")
-    what = "terminated" if sig == signal.SIGTERM else "interrupted"
+    what = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}[sig]
     assert (done.returncode, done.stderr) == (EXIT[sig], f"tpsbench: {what}\n")
 
 

@@ -1,10 +1,10 @@
 """``python -m tpsbench`` and the ``tpsbench`` command."""
 
-import atexit
-import logging
 import os
 import signal
 import sys
+
+from tpsbench.core.errors import EXIT_CODES, SAID  # milliseconds: it imports nothing else
 
 
 def _quit(signum: int, frame: object) -> None:
@@ -13,10 +13,12 @@ def _quit(signum: int, frame: object) -> None:
     Ended there and then rather than by raising SystemExit, which the import under way
     may turn into another error and a traceback (Python 3.11 wraps what a class's
     ``__set_name__`` raises, as dataclasses' fields do, in a RuntimeError)."""
-    terminated = signum == signal.SIGTERM
-    sys.stderr.write("tpsbench: terminated\n" if terminated else "tpsbench: interrupted\n")
-    sys.stderr.flush()
-    os._exit(143 if terminated else 130)
+    try:
+        sys.stderr.write(f"tpsbench: {SAID[signum]}\n")
+        sys.stderr.flush()
+    except OSError:  # SIGHUP: the terminal may be gone
+        pass
+    os._exit(EXIT_CODES[signum])
 
 
 def _keep_exit_code() -> None:
@@ -32,32 +34,40 @@ def _keep_exit_code() -> None:
     second into a run) made ``python -m tpsbench`` kill itself with SIGINT at exit in
     place of its 130. Every evaluation of a string starts by clearing that mark, and no
     KeyboardInterrupt leaves :func:`entry` unhandled, so one empty evaluation clears it."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in EXIT_CODES:
         signal.signal(sig, signal.SIG_IGN)
     exec("")  # noqa: S102 - clears CPython's unhandled-KeyboardInterrupt mark (above)
 
 
 def entry() -> None:
-    """Load the CLI, then run it. Ctrl-C (or SIGTERM) while its libraries load (the first
-    second or so) ends like an interruption anywhere else: one line and exit code 130
-    (143), no traceback; and so does one while a database call does not return (watchdog)."""
+    """Load the CLI, then run it. Ctrl-C (SIGTERM, SIGHUP) while its libraries load (the
+    first second or so) ends like an interruption anywhere else: one line and exit code
+    130 (143, 129), no traceback; and so does one while a database call does not return
+    (watchdog)."""
+    # first of all (a signal before it ends in Python's traceback): SIGHUP stays ignored
+    # under nohup; SIGINT is ignored for a command started in the background by a script
+    # (`cmd &`), where it is still the way to stop it
+    listened = [sig for sig in EXIT_CODES if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN]
+    for sig in listened:
+        signal.signal(sig, _quit)
+    import atexit
+    import logging
+
     atexit.register(_keep_exit_code)  # registered first, so it runs last
-    signal.signal(signal.SIGINT, _quit)
-    signal.signal(signal.SIGTERM, _quit)
     from tpsbench.cli.main import main
     from tpsbench.core import watchdog
-    from tpsbench.core.errors import Terminated, raise_interruption
+    from tpsbench.core.errors import raise_interruption, signal_of
 
     watchdog.start()
     # SQLAlchemy's pool logs a Ctrl-C that lands while it closes a connection, traceback and
     # all, through logging's last resort, before the interruption ends the run in one line
     logging.getLogger("sqlalchemy.pool").addHandler(logging.NullHandler())
     try:
-        signal.signal(signal.SIGINT, raise_interruption)
-        signal.signal(signal.SIGTERM, raise_interruption)
+        for sig in listened:
+            signal.signal(sig, raise_interruption)
         main()
     except KeyboardInterrupt as exc:  # came between the handlers, before main() listened
-        _quit(signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT, None)
+        _quit(signal_of(exc), None)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import signal
 import click
 
 from tpsbench.cli.options import format_option, results_option
+from tpsbench.core.errors import EXIT_CODES
 
 
 @click.command()
@@ -23,7 +24,8 @@ def campaign(campaign_file: str, concurrent: bool, results_url: str | None, fmt:
     \b
     FILE.toml names the workload, scale, users, rampup, duration and interval once, and
     each database under [[target]] with db = "URL", storage = "NAME" (and data_path).
-    Ctrl-C ends every run, keeps what finished and starts no further target.
+    Ctrl-C (SIGTERM, SIGHUP) ends every run, keeps what finished, starts no further target
+    and exits 130 (143, 129).
 
     \b
       tpsbench campaign pools.toml --concurrent
@@ -45,6 +47,6 @@ def campaign(campaign_file: str, concurrent: bool, results_url: str | None, fmt:
         click.echo(f"[{target.storage}] {target.said or f'ended with exit code {target.exit_code}'}")
     click.echo(f"campaign {outcome.campaign_id}: {outcome.status}")
     if outcome.status == "interrupted":
-        raise SystemExit(128 + signal.SIGINT)
+        raise SystemExit(EXIT_CODES[outcome.signal or signal.SIGINT])
     if outcome.status != "completed":
         raise SystemExit(1)

@@ -7,7 +7,6 @@ line on stderr and a non-zero exit, never a traceback.
 
 from __future__ import annotations
 
-import signal
 import sys
 
 import click
@@ -20,7 +19,8 @@ from tpsbench.cli import plan as cli_plan
 from tpsbench.cli import report as cli_report
 from tpsbench.cli import run as cli_run
 from tpsbench.cli.options import db_option
-from tpsbench.core.errors import CheckFailed, Terminated, TpsbenchError, take_signal
+from tpsbench.core.errors import (EXIT_CODES, SAID, CheckFailed, TpsbenchError, interruption_for, signal_of,
+                                  take_signal)
 from tpsbench.core.redact import scrub_text
 from tpsbench.report.progress import make_console
 from tpsbench.workloads import get_workload
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="tpsbench", standalone_mode=False)
         if (swallowed := take_signal()) is not None:  # a library caught the KeyboardInterrupt
-            raise Terminated if swallowed == signal.SIGTERM else KeyboardInterrupt
+            raise interruption_for(swallowed)
     except TpsbenchError as exc:
         click.echo(f"tpsbench: error: {scrub_text(str(exc))}", err=True)  # the last guard: no password shown
         sys.exit(exc.exit_code)
@@ -136,14 +136,17 @@ def main(argv: list[str] | None = None) -> None:
         interruption = _interruption(exc)
         if interruption is None:
             raise
-        terminated = isinstance(interruption, Terminated)
-        click.echo(f"tpsbench: {'terminated' if terminated else 'interrupted'}", err=True)
-        sys.exit(143 if terminated else 130)
+        signum = signal_of(interruption)
+        try:
+            click.echo(f"tpsbench: {SAID[signum]}", err=True)
+        except OSError:  # SIGHUP: the terminal may be gone
+            pass
+        sys.exit(EXIT_CODES[signum])
 
 
 def _interruption(exc: BaseException) -> BaseException | None:
-    """The Ctrl-C or SIGTERM behind ``exc``, which is then an interruption rather than a bug:
-    the KeyboardInterrupt itself (:class:`Terminated` for SIGTERM), or the one it came from
+    """The Ctrl-C, SIGTERM or SIGHUP behind ``exc``, which is then an interruption rather than
+    a bug: the KeyboardInterrupt itself (tpsbench.core.errors.interruption_for), or the one it came from
     (click turns one into Abort; Python 3.11 turns one raised in a class's ``__set_name__``,
     as dataclasses' fields have, into a RuntimeError), or Abort itself (click's other
     reason for it is the end of input at a prompt)."""

@@ -25,6 +25,7 @@ from tpsbench.cli.options import (
     stack,
     workload_option,
 )
+from tpsbench.core.errors import EXIT_CODES
 from tpsbench.core.parse import CACHE_MODES, parse_duration, parse_rates, parse_users
 from tpsbench.core.workload import Workload
 
@@ -63,7 +64,8 @@ def common_run_options(cls: type[Workload]) -> Decorator:
                           " on each client machine; this one stays the coordinator, stores the results and prints"
                           " the live line. Each worker must reach the database by the --db URL from its own host,"
                           " and this host at the port tpsbench listens on. --processes then counts driver processes"
-                          " over the whole cluster. Default: processes on this host."),
+                          " over the whole cluster; a SQLite --db needs its absolute path (sqlite:////data/tpcc.db)."
+                          " The address carries no user or password. Default: processes on this host."),
         click.option("--cluster-workers", default=None, metavar="LIST",
                      help="With --cluster: only these Dask workers, a LIST of worker names, addresses or hosts"
                           " (a host stands for all its workers). Default: every worker of the cluster."),
@@ -214,7 +216,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
                    f"{'; step ' + ', '.join(short) + ' ran short of its plan (PROBLEM above)' if short else ''}"
                    f"; honesty check {HONESTY[record.honesty['match']]}")
         if record.status == "interrupted":
-            raise SystemExit(143 if record.outcome.signal == signal.SIGTERM else 130)
+            raise SystemExit(EXIT_CODES[record.outcome.signal or signal.SIGINT])
         if not record.honesty["match"] or record.status != "completed" or short:
             raise SystemExit(1)
 
@@ -229,7 +231,9 @@ def run() -> None:
     \b
     Each step: users connect spread over --rampup, then the --duration window is
     measured; a live line prints every --interval; at the end, a table with user loads
-    across and TPS, response times and percentiles down, and the host's CPU.
+    across and TPS, response times and percentiles down, and the host's CPU. Ctrl-C,
+    SIGTERM or SIGHUP (to tpsbench or its whole process group) ends it within seconds,
+    keeps every finished interval, stores it as interrupted and exits 130, 143 or 129.
 
     \b
       tpsbench run tpcc --build-if-missing --scale 1 --users 1,4,8 --duration 20s

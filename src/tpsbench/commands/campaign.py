@@ -8,26 +8,35 @@ same checks, honesty check and stored record), and the results store takes two w
 environment, never on a command line another user could read in ``ps``. The runs name
 the campaign in their record, so ``tpsbench report --campaign ID`` finds them.
 
-Ctrl-C reaches every process of the terminal's group at once; SIGTERM sent to the
-campaign alone is passed on. Either way each run ends as ``tpsbench run`` ends (what
-finished is kept, the run stored as interrupted), and no further target is started.
+Signals: each run is started in a process group of its own, so that a terminal's
+Ctrl-C, a closed terminal's SIGHUP or ``kill -TERM -PGID`` reaches the campaign alone,
+which passes it on to every run once (a run that got it twice, from the group and from
+the campaign, would take the second for "stop waiting"). Each run then ends as
+``tpsbench run`` ends (what finished is kept, the run stored as interrupted), no
+further target is started, and the campaign is stored as interrupted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from tpsbench.core.campaign import Campaign, load_campaign
-from tpsbench.core.errors import Terminated
+from tpsbench.core import watchdog
+from tpsbench.core.errors import EXIT_CODES
+from tpsbench.core.signals import leave_terminal, listened
 from tpsbench.results.store import ResultsStore
 from tpsbench.workloads import get_workload
+
+#: how often the campaign looks for a signal to pass on while it waits for a run
+PASS_ON_EVERY_S = 0.1
 
 
 @dataclass
@@ -44,6 +53,45 @@ class CampaignOutcome:
     status: str
     targets: list[TargetOutcome]
     store: ResultsStore
+    #: what interrupted the campaign (SIGINT, SIGTERM, SIGHUP; a run's, if it alone got one); None if nothing did
+    signal: int | None = None
+
+
+class _PassOn:
+    """The campaign's handler of the signals that end a command: the first is noted, and
+    each is passed on to every run still going (see the module docstring) by the main
+    thread as it waits (:meth:`forward`), not by the handler, which may come while a run
+    is being started and not yet listed."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self.procs: list[subprocess.Popen[str]] = []
+        self.pending: list[int] = []
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if signum == signal.SIGHUP:
+            leave_terminal()
+        self.signal = self.signal or signum
+        self.pending.append(signum)
+        watchdog.handled()
+
+    def forward(self) -> None:
+        while self.pending:
+            signum = self.pending.pop(0)
+            for proc in self.procs:
+                if proc.poll() is None:
+                    proc.send_signal(signum)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        previous = {}
+        if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
+            previous = {sig: signal.signal(sig, self) for sig in listened()}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def run_campaign(path: str | Path, *, concurrent: bool = False, results_url: str | None = None,
@@ -52,39 +100,48 @@ def run_campaign(path: str | Path, *, concurrent: bool = False, results_url: str
     campaign = load_campaign(path)
     get_workload(campaign.workload)  # an unknown workload is one line before anything starts
     store = ResultsStore(results_url)
-    campaign_id = store.start_campaign(campaign.name, campaign.stored())
-    live(f"campaign {campaign_id}: {len(campaign.targets)} target(s) of {campaign.workload}, "
-         f"{'all at once' if concurrent else 'one after another'}; results in {store.url}")
-    procs: list[subprocess.Popen[str]] = []
-    outcomes: dict[int, TargetOutcome] = {}
+    pass_on = _PassOn()
+    with pass_on.installed():
+        campaign_id = store.start_campaign(campaign.name, campaign.stored())
+        outcomes: dict[int, TargetOutcome] = {}
+        status = "failed"  # unless the targets' loop says otherwise
+        try:
+            live(f"campaign {campaign_id}: {len(campaign.targets)} target(s) of {campaign.workload}, "
+                 f"{'all at once' if concurrent else 'one after another'}; results in {store.url}")
+            status = _run_targets(campaign, campaign_id, concurrent, results_url, live, pass_on, outcomes)
+        finally:
+            results = [outcomes[n] for n in sorted(outcomes)]
+            ended = next((sig for sig, code in EXIT_CODES.items() for o in results if o.exit_code == code), None)
+            signum = pass_on.signal or ended
+            if signum is not None:
+                status = "interrupted"
+            elif status == "completed" and (any(o.exit_code for o in results)
+                                            or len(results) < len(campaign.targets)):
+                status = "failed"
+            store.finish_campaign(campaign_id, status)
+    return CampaignOutcome(campaign_id, status, results, store, signum)
+
+
+def _run_targets(campaign: Campaign, campaign_id: int, concurrent: bool, results_url: str | None,
+                 live: Callable[[str], None], pass_on: _PassOn, outcomes: dict[int, TargetOutcome]) -> str:
+    """Start the targets' runs (one after another, or all at once) and wait for them;
+    "completed", or "interrupted" once a signal came or a run was interrupted."""
     readers: list[threading.Thread] = []
-    status = "completed"
-    try:
-        for number, target in enumerate(campaign.targets, start=1):
-            proc = _start(campaign, number, campaign_id, results_url)
-            procs.append(proc)
-            reader = threading.Thread(target=_relay, args=(proc, target.storage, number, outcomes, live), daemon=True)
-            reader.start()
-            readers.append(reader)
-            if not concurrent:
-                _wait(proc, reader)
-                if proc.returncode in (130, 143):
-                    status = "interrupted"
-                    break
-        for proc, reader in zip(procs, readers):
-            _wait(proc, reader)
-    except KeyboardInterrupt as exc:  # Ctrl-C reached the runs too; SIGTERM is passed on
-        status = "interrupted"
-        for proc in procs:
-            if isinstance(exc, Terminated) and proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc, reader in zip(procs, readers):
-            _wait(proc, reader)
-    results = [outcomes[n] for n in sorted(outcomes)]
-    if status == "completed" and (any(o.exit_code for o in results) or len(results) < len(campaign.targets)):
-        status = "failed"
-    store.finish_campaign(campaign_id, status)
-    return CampaignOutcome(campaign_id, status, results, store)
+    for number, target in enumerate(campaign.targets, start=1):
+        if pass_on.signal is not None:
+            break
+        proc = _start(campaign, number, campaign_id, results_url)
+        pass_on.procs.append(proc)
+        reader = threading.Thread(target=_relay, args=(proc, target.storage, number, outcomes, live), daemon=True)
+        reader.start()
+        readers.append(reader)
+        if not concurrent:
+            _wait(proc, reader, pass_on)
+            if proc.returncode in EXIT_CODES.values():
+                return "interrupted"
+    for proc, reader in zip(pass_on.procs, readers):
+        _wait(proc, reader, pass_on)
+    return "interrupted" if pass_on.signal is not None else "completed"
 
 
 def _start(campaign: Campaign, number: int, campaign_id: int, results_url: str | None) -> subprocess.Popen[str]:
@@ -106,7 +163,7 @@ def _start(campaign: Campaign, number: int, campaign_id: int, results_url: str |
     if results_url:
         env["TPSBENCH_RESULTS"] = results_url
     return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace")
+                            errors="replace", process_group=0)  # signals come from the campaign alone
 
 
 def _relay(proc: subprocess.Popen[str], storage: str, number: int, outcomes: dict[int, TargetOutcome],
@@ -125,7 +182,13 @@ def _relay(proc: subprocess.Popen[str], storage: str, number: int, outcomes: dic
     outcomes[number] = TargetOutcome(storage, proc.returncode, last)
 
 
-def _wait(proc: subprocess.Popen[str], reader: threading.Thread) -> None:
-    """Until the run and its relay are done; a Ctrl-C meanwhile is the caller's to handle."""
-    proc.wait()
+def _wait(proc: subprocess.Popen[str], reader: threading.Thread, pass_on: _PassOn) -> None:
+    """Until the run and its relay are done, passing signals on meanwhile."""
+    while True:
+        pass_on.forward()
+        try:
+            proc.wait(PASS_ON_EVERY_S)
+            break
+        except subprocess.TimeoutExpired:
+            continue
     reader.join()

@@ -16,6 +16,7 @@ from queue import Empty
 from typing import Any
 
 from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.signals import held, ignore_here
 from tpsbench.core.target import Target
 from tpsbench.core.workload import LoadParams, LoadTask, Workload
 from tpsbench.targets import open_target
@@ -37,29 +38,42 @@ def load(
             conn.close()
         return dict(rows)
     ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(target.url.render_as_string(hide_password=False), wl, params, queue),
-    ) as pool:
-        futures = [pool.submit(_worker_task, task) for task in tasks]
-        try:
-            while not all(f.done() for f in futures) or not queue.empty():
-                try:
-                    on_chunk(*queue.get(timeout=0.2))
-                except Empty:
-                    pass
-                failed = next((f for f in futures if f.done() and f.exception() is not None), None)
-                if failed is not None:
-                    raise failed.exception()  # type: ignore[misc]
-        except BrokenProcessPool as exc:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise TpsbenchError(f"a build worker process died ({exc}); the build is incomplete") from exc
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    pool: ProcessPoolExecutor | None = None
+    try:
+        with held():  # the loader processes (and multiprocessing's resource tracker) start here: tpsbench.core.signals
+            queue = ctx.Queue()
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                                       initargs=(target.url.render_as_string(hide_password=False), wl, params, queue))
+            futures = [pool.submit(_worker_task, task) for task in tasks]
+        while not all(f.done() for f in futures) or not queue.empty():
+            try:
+                on_chunk(*queue.get(timeout=0.2))
+            except Empty:
+                pass
+            failed = next((f for f in futures if f.done() and f.exception() is not None), None)
+            if failed is not None:
+                raise failed.exception()  # type: ignore[misc]
+    except BrokenProcessPool as exc:
+        raise TpsbenchError(f"a build worker process died ({exc}); the build is incomplete") from exc
+    except BaseException:  # a signal, or a task's error: the loaders ignore signals, so they are ended here
+        if pool is not None:
+            _end_loaders(pool)
+        raise
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     for future in futures:
         rows.update(future.result())
     return dict(rows)
+
+
+def _end_loaders(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's processes (before its shutdown, which forgets them), which would
+    otherwise finish the task each has in hand first (a whole table's part of a build
+    that was just interrupted, or failed)."""
+    processes = getattr(pool, "_processes", None) or {}  # no public way to reach them before Python 3.14
+    for process in list(processes.values()):
+        process.kill()
 
 
 _worker: dict[str, Any] = {}
@@ -67,7 +81,9 @@ _worker: dict[str, Any] = {}
 
 def _worker_init(url: str, wl: Workload, params: LoadParams, queue: Any) -> None:
     """A loader process: its connection, and the build's workload as configured (pickled,
-    as a run's workers get theirs), so that build options reach generate()."""
+    as a run's workers get theirs), so that build options reach generate(). Signals are
+    the build's to act on (tpsbench.core.signals)."""
+    ignore_here()
     target = open_target(url)
     _worker.update(target=target, conn=target.connect(), wl=wl, params=params, queue=queue)
 

@@ -20,11 +20,12 @@ from tpsbench.commands.build import build
 from tpsbench.commands.cache import cold_refused, empty_caches
 from tpsbench.commands.storage import storage_facts
 from tpsbench.core.delays import waits_of
-from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.errors import TpsbenchError, signal_of
 from tpsbench.core.meta import active_run, describe_mark, note_run_ended, note_run_started, read_meta
 from tpsbench.core.parse import check_cache, check_seed, check_text
 from tpsbench.core.redact import scrub_text, secrets_of
 from tpsbench.core.session import RunContext
+from tpsbench.core.signals import Deferred
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
 from tpsbench.engine.coordinator import LoadStep, RunOutcome, RunStatus, StepOutcome, check_steps, plan_run, run_plan
@@ -198,6 +199,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     for note in [*facts.notes, *memory.notes] if live is not None else ():
         live(note)
     cluster = _cluster(config, ctx.url, live)
+    waiting = Deferred()
     try:
         plan = plan_run(ctx, wl, steps, workers=config.workers, target=target,
                         beside=sum(o.connections for o in watch), capacity=cluster.capacity if cluster else None)
@@ -210,11 +212,14 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         stored_config |= {"options": ctx.options, "scale": ctx.scale, "driver_host": driver_host(),
                           "storage": facts.stored(), "cache": cache, "memory": memory.fit.stored(),
                           **({"cluster": cluster.facts()} if cluster else {})}
-        run_id = store.start_run(
-            wl.name, db_url=target.describe(), storage=label, config=stored_config,
-            seed=seed, server=target.server_info(), notes=config.notes, tool_version=__version__,
-        )
+        row = {"db_url": target.describe(), "storage": label, "seed": seed, "server": target.server_info(),
+               "notes": config.notes, "tool_version": __version__, "config": stored_config}
+        # from the run's row to the try below that ends it, a signal waits: one that came
+        # between them left the run stored as running for ever
+        waiting.hold()
+        run_id = store.start_run(wl.name, **row)
     except BaseException:
+        waiting.release()
         if cluster is not None:
             cluster.close(0.0)
         raise
@@ -243,6 +248,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
 
     # the run is stored as running from here: whatever ends it now (a signal, a lost database) must end it there
     try:
+        waiting.release()  # a signal that waited ends the run from here
         if live is not None:
             live(plan_line(run_id, config, store.url))
         mark = note_run_started(target, wl.name, run_id) if read_meta(target, wl.name) else ""
@@ -269,15 +275,20 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         elif before is None or (status == "interrupted" and not outcome.steps):  # cut short before any step came back
             honesty = {"match": None, "skipped": f"{status} before the steps' counts were in"}
         else:
-            honesty = honesty_check(wl, before, _database_counts(wl, target),
-                                    (result.total() for result in outcome.steps))
+            try:
+                honesty = honesty_check(wl, before, _database_counts(wl, target),
+                                        (result.total() for result in outcome.steps))
+            except KeyboardInterrupt as exc:  # the run's steps are done and kept; it ends interrupted, unchecked
+                status, outcome.signal = "interrupted", signal_of(exc)
+                honesty = {"match": None, "skipped": "interrupted during the honesty check"}
         unended: StoreUnwritable | None = None
-        try:
-            store.finish_run(run_id, status, honesty)
-        except StoreUnwritable as exc:
-            unended = exc
-        if mark:
-            note_run_ended(target, wl.name, mark)
+        with Deferred():  # a signal now waits until the run's end is written (else it stays running)
+            try:
+                store.finish_run(run_id, status, honesty)
+            except StoreUnwritable as exc:
+                unended = exc
+            if mark:
+                note_run_ended(target, wl.name, mark)
         failure = stopped or unended
         if failure is not None:  # also in place of a second Ctrl-C: what the store holds is the news
             # steps run in order and the first failed write stops the run: it failed in the step after those kept

@@ -8,6 +8,8 @@ message and exits with its ``exit_code``.
 
 import signal
 
+from tpsbench.core.signals import leave_terminal
+
 
 class TpsbenchError(Exception):
     """An error caused by input or environment, reported as one line."""
@@ -39,17 +41,44 @@ class Terminated(KeyboardInterrupt):
     kept and the run is marked interrupted; the process then exits with 143, not 130."""
 
 
+class HungUp(KeyboardInterrupt):
+    """SIGHUP (the terminal or SSH session closed), handled as Ctrl-C is; exit code 129."""
+
+
+#: the signals that end a command cleanly, each with its exit code (128 + the signal)
+EXIT_CODES: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+#: what the one line says for each
+SAID: dict[int, str] = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}
+_RAISED: dict[int, type[KeyboardInterrupt]] = {signal.SIGINT: KeyboardInterrupt, signal.SIGTERM: Terminated,
+                                               signal.SIGHUP: HungUp}
+
+
+def interruption_for(signum: int) -> type[KeyboardInterrupt]:
+    """The exception a signal of :data:`EXIT_CODES` raises in the main thread."""
+    return _RAISED.get(signum, KeyboardInterrupt)
+
+
+def signal_of(exc: BaseException) -> int:
+    """The signal behind an interruption (:func:`interruption_for`); a bare
+    KeyboardInterrupt is Ctrl-C's."""
+    return next((sig for sig, kind in _RAISED.items() if kind is not KeyboardInterrupt and isinstance(exc, kind)),
+                signal.SIGINT)
+
+
 #: the signal :func:`raise_interruption` last raised for, until :func:`take_signal`
 _raised: list[int | None] = [None]
 
 
 def raise_interruption(signum: int, frame: object) -> None:
-    """The CLI's SIGINT and SIGTERM handler: KeyboardInterrupt (:class:`Terminated`)
-    wherever the main thread is, and the signal remembered. A library may swallow the
-    exception (numpy's random module, importing, catches everything, KeyboardInterrupt
-    included); the run and the CLI then still see the signal (:func:`take_signal`)."""
+    """The CLI's handler of the signals of :data:`EXIT_CODES`: KeyboardInterrupt
+    (:class:`Terminated`, :class:`HungUp`) wherever the main thread is, and the signal
+    remembered. A library may swallow the exception (numpy's random module, importing,
+    catches everything, KeyboardInterrupt included); the run and the CLI then still see
+    the signal (:func:`take_signal`)."""
     _raised[0] = signum
-    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+    if signum == signal.SIGHUP:
+        leave_terminal()
+    raise interruption_for(signum)
 
 
 def take_signal() -> int | None:

@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM end the CLI within seconds even while a database call does not return.
+"""Ctrl-C, SIGTERM and SIGHUP end the CLI within seconds even while a database call does not return.
 
 Why this exists: Python runs signal handlers in the main thread, between bytecodes. A
 driver written in C (mysqlclient, pyodbc) that waits inside one call, say for a server
@@ -9,13 +9,13 @@ done by the handlers in Python, and this module leaves it alone whenever it can 
 
 How: the C-level signal handler writes each signal's number to a wake-up pipe
 (signal.set_wakeup_fd), which a thread of ours reads even while the main thread is
-stuck. On SIGINT or SIGTERM it watches the main thread for STUCK_AFTER_S: if a handler
+stuck. On SIGINT, SIGTERM or SIGHUP it watches the main thread for STUCK_AFTER_S: if a handler
 says it ran (:func:`handled`, for handlers that set a flag and return, like the
 coordinator's), or the main thread's frame moves at all (a handler that raises unwinds
 it), Python is handling the signal and the watchdog stands down; if it stays on one
 instruction the whole time, the main thread is inside one blocking call, and the process
 ends with one line and the exit code the handler would have given
-(130, 143). Nothing was being written at that moment (the call that blocks is a read or
+(130, 143, 129). Nothing was being written at that moment (the call that blocks is a read or
 a connect), so nothing written is left half done.
 """
 
@@ -27,11 +27,12 @@ import sys
 import threading
 import time
 
+from tpsbench.core.errors import EXIT_CODES, SAID
+
 #: how long the main thread may sit in one call after a signal before the process ends
 STUCK_AFTER_S = 3.0
 #: how often the main thread's frame is looked at meanwhile
 LOOK_EVERY_S = 0.1
-EXIT_CODES: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
 #: how many times a Python-level handler said it ran (see handled())
 _handled = [0]
 
@@ -63,8 +64,7 @@ def _watch(read_end: int, main: int | None) -> None:
     while True:
         for signum in os.read(read_end, 64):
             if signum in EXIT_CODES and _stuck(main):
-                what = "terminated" if signum == signal.SIGTERM else "interrupted"
-                sys.stderr.write(f"tpsbench: {what} (a database call did not return within "
+                sys.stderr.write(f"tpsbench: {SAID[signum]} (a database call did not return within "
                                  f"{STUCK_AFTER_S:.0f} s, so the process ended without waiting for it)\n")
                 sys.stderr.flush()
                 os._exit(EXIT_CODES[signum])

@@ -38,7 +38,8 @@ from typing import TypeVar
 
 from tpsbench.core import watchdog
 from tpsbench.core.delays import waits_of
-from tpsbench.core.errors import Terminated, TpsbenchError, take_signal
+from tpsbench.core.errors import TpsbenchError, interruption_for, take_signal
+from tpsbench.core.signals import leave_terminal, listened
 from tpsbench.core.parse import MAX_DURATION_S, MAX_RATE, MAX_USERS
 from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
@@ -122,7 +123,7 @@ class StepOutcome:
 class RunOutcome:
     status: RunStatus
     steps: list[StepOutcome]
-    #: what interrupted the run: signal.SIGINT (Ctrl-C) or signal.SIGTERM; None if nothing did
+    #: what interrupted the run: signal.SIGINT (Ctrl-C), SIGTERM or SIGHUP; None if nothing did
     signal: int | None = None
 
 
@@ -241,9 +242,9 @@ class Coordinator:
                  on_interval: Callable[[IntervalReport], None] | None, live: Callable[[str], None] | None) -> None:
         self.plan, self.transport, self.observers = plan, transport, observers
         self.on_interval, self.live = on_interval, live
-        #: the signal that interrupted the run (SIGINT, SIGTERM), if one did (before it too: take_signal)
+        #: the signal that interrupted the run (SIGINT, SIGTERM, SIGHUP), if one did (before it too: take_signal)
         self.signal: int | None = take_signal()
-        #: stop the run now: a Ctrl-C, a SIGTERM or a callback's failure came
+        #: stop the run now: a Ctrl-C, a SIGTERM, a SIGHUP or a callback's failure came
         self.interrupted = self.signal is not None
         #: what a callback raised, if one did: run_plan raises it once the workers are stopped
         self.failure: Exception | None = None
@@ -251,11 +252,11 @@ class Coordinator:
     # -- Ctrl-C -----------------------------------------------------------------------
     @contextlib.contextmanager
     def sigint_handler(self) -> Iterator[None]:
-        """Turn the first Ctrl-C or SIGTERM into a flag the step loop acts on, so that the
+        """Turn the first Ctrl-C, SIGTERM or SIGHUP into a flag the step loop acts on, so that the
         run ends with what it finished (signals reach the main thread only)."""
         previous = {}
         if threading.current_thread() is threading.main_thread():
-            previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+            previous = {sig: signal.signal(sig, self._on_signal) for sig in listened()}
         try:
             yield
         finally:
@@ -263,8 +264,10 @@ class Coordinator:
                 signal.signal(sig, handler)
 
     def _on_signal(self, signum: int, frame: object) -> None:
+        if signum == signal.SIGHUP:
+            leave_terminal()
         if self.interrupted:  # a second one: stop waiting for anything
-            raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+            raise interruption_for(signum)
         self.interrupted, self.signal = True, signum
         watchdog.handled()
 

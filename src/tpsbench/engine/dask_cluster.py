@@ -24,7 +24,9 @@ never imports it.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import os
 import socket
 import time
 from collections.abc import Sequence
@@ -34,11 +36,18 @@ from sqlalchemy.engine import make_url
 
 from tpsbench import __version__
 from tpsbench.core.errors import TpsbenchError, first_line
+from tpsbench.core.redact import scrub_text
 from tpsbench.engine import dask_probe
 from tpsbench.engine.dask_transport import DaskTransport, Place
 
-#: how long connecting to the scheduler may take
-CONNECT_TIMEOUT_S = 10.0
+#: how long connecting to the scheduler may take: a bad address ends within 10 s in all
+CONNECT_TIMEOUT_S = 6.0
+#: of which the first TCP connection may take (the port's answer, before Dask's handshake)
+REACH_TIMEOUT_S = 2.0
+#: the schemes of a Dask scheduler's address that a worker on another host can reach
+SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+#: how a scheduler's address is written (the scheme may be left out: tcp)
+ADDRESS_FORM = "tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786"
 #: the largest clock offset of a worker from this host that a run accepts (seconds)
 MAX_CLOCK_OFFSET_S = 0.25
 #: clock readings per worker; the one with the shortest round trip counts
@@ -51,6 +60,9 @@ def connect(address: str, names: Sequence[str], url: str, *, timeout_s: float = 
             max_offset_s: float = MAX_CLOCK_OFFSET_S) -> DaskTransport:
     """The run's transport on the cluster at ``address``, its Dask workers (all, or those
     ``names`` names by worker name, address or host) checked; a one-line error otherwise."""
+    refuse_relative_sqlite(url)
+    host, port = checked_address(address)
+    reach(address, host, port, min(REACH_TIMEOUT_S, timeout_s))
     try:
         import cloudpickle  # type: ignore[import-untyped]
         from distributed import Client
@@ -59,12 +71,13 @@ def connect(address: str, names: Sequence[str], url: str, *, timeout_s: float = 
     except ImportError as exc:
         raise TpsbenchError(f"--cluster needs Dask, which is not installed here ({exc}): "
                             "pip install 'tpsbench[distributed]'") from None
+    handshake(address, host, port, min(REACH_TIMEOUT_S, timeout_s))
     try:
         client = Client(address, timeout=timeout_s, set_as_default=False)
     except (OSError, ValueError, TypeError) as exc:
         raise TpsbenchError(f"cannot reach a Dask scheduler at {address} within {timeout_s:.0f} s "
                             f"({first_line(exc)}): start one with `dask scheduler`, or give its address as "
-                            "tcp://HOST:8786") from None
+                            f"{ADDRESS_FORM}") from None
     scheduler = client.scheduler.address
     transport = DaskTransport(client, scheduler, get_ip(get_address_host(scheduler)))
     try:
@@ -87,6 +100,73 @@ def connect(address: str, names: Sequence[str], url: str, *, timeout_s: float = 
         transport.close(0.0)
         raise
     return transport
+
+
+def checked_address(address: str) -> tuple[str, int]:
+    """The host and port of a scheduler's ``address``, refused in one line before anything
+    connects when it is not one: user info (a scheduler takes none; what stands before
+    its '@' is never shown), an unknown scheme, no host or port."""
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    if "@" in rest:
+        shown = f"{scheme}://{rest.rpartition('@')[2]}" if sep else rest.rpartition("@")[2]
+        raise TpsbenchError(f"--cluster takes a Dask scheduler's address, which carries no user or password: give "
+                            f"{shown} (the user info before '@' is not shown, nor used)")
+    shown = scrub_text(address)
+    if scheme not in SCHEMES:
+        raise TpsbenchError(f"--cluster {shown!r}: unknown scheme {scheme!r} (a Dask scheduler's address is "
+                            f"{ADDRESS_FORM}; schemes {', '.join(SCHEMES)})")
+    host, colon, port = rest.rstrip("/").rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c in host for c in "/ "):
+        raise TpsbenchError(f"--cluster {shown!r} is not a Dask scheduler's address: give {ADDRESS_FORM}")
+    return host, int(port)
+
+
+def reach(address: str, host: str, port: int, timeout_s: float) -> None:
+    """A one-line error when nothing listens at the scheduler's port, or nothing answers
+    there within ``timeout_s``: Dask's own client would say so only after its timeout
+    (and, for an address that answers in another protocol, hang in its clean-up at exit
+    and print a traceback: :func:`handshake`)."""
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as exc:
+        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__).lower()
+        raise TpsbenchError(f"cannot reach a Dask scheduler at {address} ({why} from {host}:{port} within "
+                            f"{timeout_s:.0f} s): start one with `dask scheduler`, or give its address as "
+                            f"{ADDRESS_FORM}") from None
+
+
+def handshake(address: str, host: str, port: int, timeout_s: float) -> None:
+    """A one-line error when what answers at a tcp:// or ws:// address does not speak Dask
+    (the other schemes need security settings first)."""
+    if address.partition("://")[0] not in ("tcp", "ws") and "://" in address:
+        return
+    try:
+        asyncio.run(asyncio.wait_for(_handshake(address, timeout_s), timeout_s))
+    except Exception as exc:  # noqa: BLE001 - whatever answers sent what Dask cannot read (MemoryError included)
+        said = "no answer" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {first_line(exc)}"
+        raise TpsbenchError(f"cannot reach a Dask scheduler at {address}: {host}:{port} answers, but not as a Dask "
+                            f"scheduler ({said})") from None
+
+
+async def _handshake(address: str, timeout_s: float) -> None:
+    """Dask's connection handshake with ``address``, then goodbye."""
+    from distributed.comm import connect as dask_connect
+
+    comm = await dask_connect(address, timeout=timeout_s)
+    await comm.close()
+
+
+def refuse_relative_sqlite(url: str) -> None:
+    """A SQLite file named relative to this folder would be another file (or none) for
+    every Dask worker, which runs in a folder of its own: refused, in one line."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and not os.path.isabs(parsed.database or ""):
+        raise TpsbenchError(f"the SQLite database {parsed.database or '(in memory)'!r} is named relative to this "
+                            "folder, which a Dask worker would take for a file in its own folder: give the file's "
+                            "absolute path, e.g. sqlite:////data/tpcc.db")
 
 
 def describe(transport: DaskTransport) -> str:

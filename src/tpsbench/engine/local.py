@@ -10,12 +10,12 @@ wrote before dying has been read.
 from __future__ import annotations
 
 import multiprocessing as mp
-import signal
 import time
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from tpsbench.core.session import RunContext
+from tpsbench.core.signals import held
 from tpsbench.core.workload import Workload
 from tpsbench.engine.protocol import Stop, WorkerLost
 from tpsbench.engine.transport import Transport, WorkerLink
@@ -62,17 +62,11 @@ class LocalProcesses(Transport):
         ours, theirs = self.mp.Pipe(duplex=True)
         process = self.mp.Process(target=_local_worker, args=(worker, theirs, workload, ctx),
                                   name=f"tpsbench-worker-{worker}", daemon=True)
-        # started with Ctrl-C blocked, which the new interpreter keeps (a blocked signal
-        # stays blocked through exec): a Ctrl-C at the terminal reaches the whole process
-        # group, and a worker still importing would die of it with a traceback; the
-        # coordinator decides (worker_main ignores it too). Blocked rather than ignored
-        # here, so that a Ctrl-C meant for the coordinator, which may come while a slow
-        # start waits for the new interpreter, is delivered once it has started, not lost.
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
+        # a signal to the whole group must not end a worker still importing (see
+        # tpsbench.core.signals; worker_main ignores them); blocked rather than ignored
+        # here, so that one meant for the coordinator is delivered to it, not lost
+        with held():
             process.start()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         theirs.close()  # so that the worker's death reads as EOF here
         self.workers[worker] = _Process(process, ours)
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -39,6 +38,7 @@ from pathlib import Path
 from tpsbench.core.delays import waits_of
 from tpsbench.core.errors import TpsbenchError, first_line
 from tpsbench.core.session import Background, RunContext, Session
+from tpsbench.core.signals import ignore_here
 from tpsbench.core.workload import Workload
 from tpsbench.engine.multiplex import Multiplexer
 from tpsbench.engine.pacing import TIMINGS, Schedule
@@ -275,7 +275,7 @@ class Worker:
 def worker_main(index: int, link: WorkerLink, workload: Workload, ctx: RunContext) -> None:
     """Entry point of a worker (a spawned process, or a task on another host): serve until
     Stop or the coordinator is gone."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the coordinator decides
+    ignore_here()  # a signal to the whole group reaches workers too: the coordinator decides
     try:
         Worker(index, link, workload, ctx).serve()
     except (EOFError, BrokenPipeError, ConnectionResetError):
