@@ -25,25 +25,21 @@ measures must not go on measuring.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TypeVar
 
-from tpsbench.core import watchdog
 from tpsbench.core.delays import waits_of
-from tpsbench.core.errors import TpsbenchError, interruption_for, take_signal
-from tpsbench.core.signals import leave_terminal, listened
+from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.parse import MAX_DURATION_S, MAX_RATE, MAX_USERS
 from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
+from tpsbench.engine.interrupts import Interruptible
 from tpsbench.engine.local import LocalProcesses
 from tpsbench.engine.merge import IntervalMerger, fresh_copy
 from tpsbench.engine.pacing import ARRIVALS, PACING, share, step_figures
@@ -235,41 +231,16 @@ def run_steps(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep],
                     observers=observers)
 
 
-class Coordinator:
+class Coordinator(Interruptible):
     """The workers of one run and the merging of their reports, step by step."""
 
     def __init__(self, plan: RunPlan, transport: Transport, observers: Observers,
                  on_interval: Callable[[IntervalReport], None] | None, live: Callable[[str], None] | None) -> None:
         self.plan, self.transport, self.observers = plan, transport, observers
         self.on_interval, self.live = on_interval, live
-        #: the signal that interrupted the run (SIGINT, SIGTERM, SIGHUP), if one did (before it too: take_signal)
-        self.signal: int | None = take_signal()
-        #: stop the run now: a Ctrl-C, a SIGTERM, a SIGHUP or a callback's failure came
-        self.interrupted = self.signal is not None
+        super().__init__()
         #: what a callback raised, if one did: run_plan raises it once the workers are stopped
         self.failure: Exception | None = None
-
-    # -- Ctrl-C -----------------------------------------------------------------------
-    @contextlib.contextmanager
-    def sigint_handler(self) -> Iterator[None]:
-        """Turn the first Ctrl-C, SIGTERM or SIGHUP into a flag the step loop acts on, so that the
-        run ends with what it finished (signals reach the main thread only)."""
-        previous = {}
-        if threading.current_thread() is threading.main_thread():
-            previous = {sig: signal.signal(sig, self._on_signal) for sig in listened()}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-
-    def _on_signal(self, signum: int, frame: object) -> None:
-        if signum == signal.SIGHUP:
-            leave_terminal()
-        if self.interrupted:  # a second one: stop waiting for anything
-            raise interruption_for(signum)
-        self.interrupted, self.signal = True, signum
-        watchdog.handled()
 
     def deliver(self, callback: Callable[[T], None] | None, value: T) -> None:
         """Hand ``value`` to the caller's callback; one that raises stops the run as a
