@@ -34,6 +34,7 @@ from scipy import stats  # type: ignore[import-untyped]
 
 import tpsbench
 from tpsbench.core.session import RunContext
+from tpsbench.report.limits import LIMITED_BY
 from tpsbench.results.store import ResultsStore
 from tpsbench.targets import open_target
 from tpsbench.workloads.custom import generators, spec
@@ -66,10 +67,10 @@ def scratch(kind: str, tmp_path: Path) -> Iterator[str]:
 
 
 def report_rows(text: str) -> dict[str, list[float]]:
-    """``report --format csv`` as {metric: values per step}."""
+    """``report --format csv`` as {metric: values per step}; the verdict's row is text."""
     rows = {}
     for row in csv.reader(io.StringIO(text)):
-        if len(row) > 3 and row[0].startswith("run "):
+        if len(row) > 3 and row[0].startswith("run ") and row[2] != LIMITED_BY:
             rows[row[2]] = [float(v) for v in row[3:] if v]
     return rows
 

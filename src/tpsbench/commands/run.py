@@ -196,7 +196,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
                             "wait for it, or add --force")
     watch = default_observers(target, facts.devices) if observers is None else list(observers)
     cache, memory = _cache_mode(config.cache, target)
-    for note in [*facts.notes, *memory.notes] if live is not None else ():
+    for note in facts.notes if live is not None else ():
         live(note)
     cluster = _cluster(config, ctx.url, live)
     waiting = Deferred()
@@ -208,6 +208,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         if prepared and live is not None:
             live(prepared)
         store = ResultsStore(config.results_url)
+        for note in memory.notes if live is not None else ():  # once nothing can refuse the run
+            live(note)
         stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
         stored_config |= {"options": ctx.options, "scale": ctx.scale, "driver_host": driver_host(),
                           "storage": facts.stored(), "cache": cache, "memory": memory.fit.stored(),

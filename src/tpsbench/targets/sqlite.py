@@ -20,6 +20,10 @@ from tpsbench.core.target import Target
 BUSY_TIMEOUT_S = 30.0
 
 
+#: SQLite's page cache per connection when no cache_size is set (SQLITE_DEFAULT_CACHE_SIZE: -2000, in KiB)
+DEFAULT_CACHE_KIB = 2000
+
+
 class SqliteTarget(Target):
     backends = ("sqlite",)
     dialect = "sqlite"
@@ -69,17 +73,13 @@ class SqliteTarget(Target):
             conn.close()
 
     def cache_sizes(self) -> dict[str, int]:
-        """The file and its write-ahead log; the buffer pool is one connection's page cache
-        (cache_size: pages, or KiB when negative)."""
+        """The file and its write-ahead log; the buffer pool is one connection's page cache,
+        which tpsbench leaves at SQLite's default. Read without connecting: a connection
+        opens the write-ahead log, and a run refused after this must leave no file behind."""
         if self.path == ":memory:" or not os.path.exists(self.path):
             return {}
         size = sum(os.path.getsize(p) for p in (self.path, f"{self.path}-wal") if os.path.exists(p))
-        conn = self.connect()
-        try:
-            pages, page_size = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("cache_size", "page_size"))
-        finally:
-            conn.close()
-        return {"database_bytes": size, "buffer_pool_bytes": -pages * 1024 if pages < 0 else pages * page_size}
+        return {"database_bytes": size, "buffer_pool_bytes": DEFAULT_CACHE_KIB * 1024}
 
     def read_counters(self, conn: Any) -> dict[str, float]:
         """None: SQLite keeps its page cache hits and misses per connection, and Python's
