@@ -18,8 +18,9 @@ with the clusters stopped; the loop pools are then mounted again, which empties 
 page cache. One campaign over the three pools at ``--users`` (closed loops: no keying or
 think times), one pool after the other (``--concurrent``: all at once). Printed per pool
 and step from ``tpsbench report --campaign ID --format json``: TPS, p95, the pool device's
-IOPS, util and await, device I/O per transaction, and tpsbench's verdict and I/O per
-transaction where this tpsbench has them.
+IOPS, util and await, device I/O per transaction, tpsbench's verdict (its ``verdict``
+object) and its I/O per transaction and per New-Order (``io_per_txn``), and each run's
+stored fits-in-memory estimate.
 
 ``--all-cached``: no memory cgroup and no throttle (unless ``--iops`` is given; the first
 pool is then ``loop-b``, a second unthrottled loop device): the database stays in the
@@ -113,7 +114,7 @@ def _per_txn(per: dict[str, dict[str, float]]) -> str:
 
 def step_lines(run: dict[str, Any], device: str | None) -> list[str]:
     """Per step: TPS, p95, the pool device's IOPS/util/await, device I/O per transaction,
-    and tpsbench's verdict and I/O per transaction when its report has them."""
+    and tpsbench's I/O per transaction and verdict from its JSON report."""
     lines = []
     for step in run["steps"]:
         summary = step["summary"]
