@@ -18,8 +18,9 @@ with the clusters stopped; the loop pools are then mounted again, which empties 
 page cache. One campaign over the three pools at ``--users`` (closed loops: no keying or
 think times), one pool after the other (``--concurrent``: all at once). Printed per pool
 and step from ``tpsbench report --campaign ID --format json``: TPS, p95, the pool device's
-IOPS, util and await, device I/O per transaction, and tpsbench's verdict and I/O per
-transaction where this tpsbench has them.
+IOPS, util and await, device I/O per transaction, tpsbench's verdict (its ``verdict``
+object) and its I/O per transaction and per New-Order (``io_per_txn``), and each run's
+stored fits-in-memory estimate.
 
 ``--all-cached``: no memory cgroup and no throttle (unless ``--iops`` is given; the first
 pool is then ``loop-b``, a second unthrottled loop device): the database stays in the
@@ -55,6 +56,7 @@ import pools  # noqa: E402  (bench/, beside this script)
 from tpsbench.commands.campaign import run_campaign  # noqa: E402
 from tpsbench.core.errors import TpsbenchError  # noqa: E402
 from tpsbench.core.parse import parse_duration, parse_users  # noqa: E402
+from tpsbench.measure.memory import MemoryFit  # noqa: E402
 
 #: the pools, in the campaign's order (the first holds the build); without a throttle the
 #: first is just a second loop device
@@ -104,18 +106,15 @@ def campaign_file(folder: Path, clusters: dict[str, pools.Cluster], args: argpar
     return path
 
 
-def _text(value: Any) -> str:
-    """A verdict or I/O-per-transaction field as one line, whatever its shape."""
-    if isinstance(value, dict):
-        if "text" in value:
-            return f"{value.get('kind', '')}: {value['text']}".lstrip(": ")
-        return ", ".join(f"{k} {v:,.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in value.items())
-    return str(value)
+def _per_txn(per: dict[str, dict[str, float]]) -> str:
+    """tpsbench's I/O per committed transaction (and per New-Order) as one line."""
+    return "; ".join(f"per {name.replace('_', '-')}: " + ", ".join(f"{value:,.2f} {figure}" for figure, value in figures.items())
+                     for name, figures in per.items() if figures)
 
 
 def step_lines(run: dict[str, Any], device: str | None) -> list[str]:
     """Per step: TPS, p95, the pool device's IOPS/util/await, device I/O per transaction,
-    and tpsbench's verdict and I/O per transaction when its report has them."""
+    and tpsbench's I/O per transaction and verdict from its JSON report."""
     lines = []
     for step in run["steps"]:
         summary = step["summary"]
@@ -138,11 +137,11 @@ def step_lines(run: dict[str, Any], device: str | None) -> list[str]:
         if "io_pressure" in cpu:
             line += f", io pressure {cpu['io_pressure']:.0f} %"
         lines.append(line)
-        per_txn = next((step[k] for k in ("io_per_txn", "io_per_transaction", "per_txn") if k in step), None)
-        verdict = next((step[k] for k in ("verdict", "limited_by") if k in step), None)
-        if per_txn is not None:
-            lines.append(f"{'':15}     tpsbench's I/O per transaction: {_text(per_txn)}")
-        lines.append(f"{'':15}     limited by: {_text(verdict) if verdict is not None else '(no verdict in this tpsbench)'}")
+        if step.get("io_per_txn"):
+            lines.append(f"{'':15}     I/O {_per_txn(step['io_per_txn'])}")
+        verdict = step.get("verdict")
+        lines.append(f"{'':15}     limited by ({verdict['kind']}): {verdict['text']}" if verdict
+                     else f"{'':15}     limited by: (no verdict: the step did not finish)")
     return lines
 
 
@@ -248,13 +247,19 @@ def report(campaign: int, status: str, said: list[str], made: dict[str, pools.Po
         if not line.split("] ", 1)[-1].startswith("[ "):  # memory and cache lines, verdicts, its end
             print(f"  {line}")
     for name, run in runs.items():
+        fit = MemoryFit(**((run.get("config") or {}).get("memory") or {}))
+        print(f"{name}: {fit.line() or 'the database does not fit in memory (stored estimate)'}")
+    for name, run in runs.items():
         for line in step_lines(run, made[name].device):
             print(line)
     for line in acceptance(runs):
         print(line)
     if all_cached:
+        compared = tpsbench("compare", "--campaign", str(campaign), results=results)
         print("tpsbench compare --campaign:")
-        print(tpsbench("compare", "--campaign", str(campaign), results=results), end="")
+        print(compared, end="")
+        print("\n".join(line for line in compared.splitlines() if "WARNING" in line)
+              or "tpsbench compare printed no WARNING line")
 
 
 if __name__ == "__main__":

@@ -105,8 +105,8 @@ def test_storage_by_the_sessions_io_waits_with_a_quiet_device_the_throttle_case(
                             "event.IO:WALWrite": 28.0})
     assert found.kind == "storage" and found.subject == "loop1"
     assert found.text == ("storage: loop1, 205 IOPS, 88 % of the database's active time waiting on I/O "
-                          "(IO:DataFileRead); the device shows 1 % util: the queue is above it (a throttle or a "
-                          "controller)")
+                          "(IO:DataFileRead); the device shows 1 % util: the waits are not in its queue (a throttle or "
+                          "a controller above it, or each flush's latency)")
     assert found.figures["db_waits.io_pct"] == 88.0
     assert judge(db_waits={"io_pct": 50.0}).kind == "storage"
     assert judge(db_waits={"io_pct": 49.9}).kind == "undetermined"

@@ -320,7 +320,8 @@ def _storage(s: _Step, cpu_saturated: bool) -> Verdict | None:
         where.append(f"tasks stalled on I/O {_pct(pressure or 0.0)} of the time")
     tail = ""
     if device is not None and (util := s.disk.get(f"{device}.util_pct", 0.0)) < DEVICE_UTIL_MOST:
-        tail = f"; the device shows {_pct(util)} util: the queue is above it (a throttle or a controller)"
+        tail = (f"; the device shows {_pct(util)} util: the waits are not in its queue (a throttle or a controller "
+                "above it, or each flush's latency)")
     elif not s.context.local:
         tail = f"; the server is remote ({s.context.host or 'another host'}): its devices are not read here"
     return Verdict("storage", f"storage: {', '.join(where)}{tail}", {}, device or "")
