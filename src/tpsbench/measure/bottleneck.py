@@ -1,7 +1,6 @@
 """What limited a step: a verdict from the step observers' readings over its steady window.
 
-Why: a figure in a storage review is a storage result only if the storage limited it, and
-two cores or one Python worker bound the TPS of many a "storage comparison". :func:`verdict`
+Why: a storage review's figure is a storage result only if the storage limited it. :func:`verdict`
 reads what the observers read (host CPU by whose it was, the database's devices, its
 sessions' waits, pacing) and names the limit with the figures behind it, or says
 "undetermined" and why: a pure function of one step's readings and a :class:`StepContext`,
