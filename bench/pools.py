@@ -303,10 +303,11 @@ def _port_free(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def cluster(pool: Pool, name: str, port: int, shared_buffers: str = "32MB") -> Iterator[Cluster]:
+def cluster(pool: Pool, name: str, port: int, shared_buffers: str = "32MB",
+            settings: dict[str, str] | None = None) -> Iterator[Cluster]:
     """``pg_createcluster`` on ``pool`` (WAL inside the data directory, trust on
-    127.0.0.1, a small shared_buffers so that reads reach the page cache or the device),
-    not started; stopped and dropped on exit."""
+    127.0.0.1, a small shared_buffers so that reads reach the page cache or the device,
+    and any further ``settings``), not started; stopped and dropped on exit."""
     if not _port_free(port):
         raise PoolsUnavailable(f"port {port} is taken: another server listens there")
     made = Cluster(f"{PREFIX}{name}", port, pool)
@@ -314,7 +315,9 @@ def cluster(pool: Pool, name: str, port: int, shared_buffers: str = "32MB") -> I
         raise PoolsUnavailable(f"cluster {PG_VERSION}/{made.name} exists already (pg_dropcluster --stop it first)")
     try:
         sh("pg_createcluster", PG_VERSION, made.name, "-p", str(port), "-d", str(made.data),
-           "-o", f"shared_buffers={shared_buffers}", "--", "--auth-host=trust", "--auth-local=trust")
+           *(part for key, value in {"shared_buffers": shared_buffers, **(settings or {})}.items()
+             for part in ("-o", f"{key}={value}")),
+           "--", "--auth-host=trust", "--auth-local=trust")
         yield made
     finally:
         with _shielded():
