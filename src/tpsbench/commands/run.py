@@ -34,7 +34,7 @@ from tpsbench.measure.devices import Device
 from tpsbench.measure.disk_io import DiskIo
 from tpsbench.measure.honesty import honesty_check, honesty_text
 from tpsbench.measure.db_waits import DbWaits
-from tpsbench.measure.host_cpu import HostCpu, server_pid
+from tpsbench.measure.host_cpu import HostCpu
 from tpsbench.measure.host_info import driver_host
 from tpsbench.measure.observers import Readings, StepObserver
 from tpsbench.measure.memory import MemoryFit, memory_fit
@@ -342,7 +342,7 @@ def default_observers(target: Target, devices: Sequence[Device]) -> list[StepObs
     share apart where it runs here, its process found once per run), the database's
     outages, its own counters and its sessions' waits (where it has sessions), and the
     I/O of the devices its data lives on."""
-    watch: list[StepObserver] = [HostCpu(server_pid=server_pid(target)), Reachability(target),
+    watch: list[StepObserver] = [HostCpu(server_pid=target.server_pid()), Reachability(target),
                                  DatabaseCounters(target)]
     if target.wait_kinds:
         watch.append(DbWaits(target))
