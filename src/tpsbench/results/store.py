@@ -84,11 +84,16 @@ class StoreUnwritable(TpsbenchError):
         it failed writing the run's end), the steps the store holds in full (``kept``), and,
         when the end could not be written, that the store still shows the run as running."""
         said = [f"run {run_id} stopped during step {during}" if during is not None else f"run {run_id} ended",
-                f"steps {', '.join(map(str, kept))} were kept" if len(kept) > 1
-                else f"step {kept[0]} was kept" if kept else "no step was kept"]
+                kept_said(kept)]
         if not end_written:
             said.append("the store still shows the run as running")
         return StoreUnwritable(self.store, self.cause, "; ".join(said))
+
+
+def kept_said(kept: Sequence[int]) -> str:
+    """Which steps a run that stopped early keeps, for its last line."""
+    return f"steps {', '.join(map(str, kept))} were kept" if len(kept) > 1 else \
+        f"step {kept[0]} was kept" if kept else "no step was kept"
 
 
 def _now() -> datetime:
