@@ -59,6 +59,7 @@ def test_an_exported_cold_run_shows_its_restarts(cluster: tuple[PrivatePostgres,
         outage = step["before_step"]["outage"]
         assert outage["outages"] == 1 and outage["down_s"] > 0, step["before_step"]
         assert step["readings"]["outage"]["down_s"] == 0.0
+        assert step["readings"]["host_cpu"]["server"] > 0  # the restarted server's new process, found again
         first = min(datetime.fromisoformat(i["start"]).timestamp() for i in step["intervals"])
         assert outage["first_at"] + outage["down_s"] <= first + 1e-3  # before the step's first interval
     assert len(steps) == 2

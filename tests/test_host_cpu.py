@@ -99,3 +99,34 @@ def test_io_pressure_is_a_share_of_the_time_where_the_kernel_has_psi() -> None:
         assert "io_pressure" not in reading
     else:
         assert 0.0 <= reading["io_pressure"] <= 100.0
+
+
+def test_a_server_restarted_between_steps_is_found_again_for_its_share() -> None:
+    """``--cache cold`` restarts the server before each step: a new top process, whose CPU
+    is the server's share from then on (two real processes stand for the server before and
+    after its restart: the first ends, the second burns CPU through the step)."""
+    burn = [sys.executable, "-c", "import time\nend = time.monotonic() + 30\nwhile time.monotonic() < end: pass"]
+    first = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    second: subprocess.Popen[bytes] | None = None
+    current = [first]
+    try:
+        observer = HostCpu(find_server=lambda: current[0].pid)
+        assert observer.server == first.pid
+        first.kill()
+        first.wait()
+        second = subprocess.Popen(burn)
+        current[0] = second
+        observer.step_started(2, 1)
+        assert observer.server == second.pid
+        before = observer.sample()
+        time.sleep(0.5)
+        reading = observer.reading(before, observer.sample(), 0.5)
+        assert reading["server"] > 0, reading
+        current[0] = first
+        observer.step_started(3, 1)  # still there: not looked for again
+        assert observer.server == second.pid
+    finally:
+        for process in (first, second):
+            if process is not None:
+                process.kill()
+                process.wait()

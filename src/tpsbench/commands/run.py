@@ -342,7 +342,7 @@ def default_observers(target: Target, devices: Sequence[Device]) -> list[StepObs
     share apart where it runs here, its process found once per run), the database's
     outages, its own counters and its sessions' waits (where it has sessions), and the
     I/O of the devices its data lives on."""
-    watch: list[StepObserver] = [HostCpu(server_pid=target.server_pid()), Reachability(target),
+    watch: list[StepObserver] = [HostCpu(find_server=target.server_pid), Reachability(target),
                                  DatabaseCounters(target)]
     if target.wait_kinds:
         watch.append(DbWaits(target))

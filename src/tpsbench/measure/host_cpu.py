@@ -41,6 +41,7 @@ workers sharing a host, or a process, then add up to the host's driver share onc
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from tpsbench.measure.observers import StepObserver
@@ -76,17 +77,25 @@ class HostCpu(StepObserver):
 
     name = "host_cpu"
 
-    def __init__(self, root_pid: int | None = None, server_pid: int | None = None) -> None:
+    def __init__(self, root_pid: int | None = None, server_pid: int | None = None,
+                 find_server: Callable[[], int | None] | None = None) -> None:
         #: the driver's top process; its descendants are the driver's too
         self.root = root_pid or os.getpid()
-        #: the local server's top process (:meth:`Target.server_pid`); None where there is none here
-        self.server = server_pid
+        #: finds the server's top process (:meth:`Target.server_pid`), again at a step's start
+        #: where it is gone: a server restarted before the step (``--cache cold``) is a new process
+        self.find_server = find_server
+        #: the local server's top process; None where there is none here
+        self.server = find_server() if server_pid is None and find_server is not None else server_pid
         #: the CPUs the driver and the server may run on, read at each step's start
         self.allowed: set[int] = set()
 
     def step_started(self, step: int, users: int) -> None:
-        """The affinity masks, once per step: pinning is done before a run, not during it."""
+        """The affinity masks, once per step: pinning is done before a run, not during it;
+        the server's process found again if it is gone (restarted)."""
         stats = processes()
+        if self.find_server is not None and self.server not in stats:
+            self.server = self.find_server()
+            stats = processes()
         pids = descendants(stats, self.root) + (descendants(stats, self.server) if self.server else [])
         self.allowed = allowed_cpus(pids)
 
