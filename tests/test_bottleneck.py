@@ -84,6 +84,9 @@ def test_cpu_busy_from_idle_and_iowait_where_busy_allowed_is_missing() -> None:
     found = verdict({"host_cpu": old}, LOCAL)
     assert found.kind == "server_cpu" and "the server 62 %" in found.text
     assert verdict({"host_cpu": {**old, "idle": 7.0, "iowait": 3.5}}, LOCAL).kind != "server_cpu"
+    # time a hypervisor stole is not busy, as host_cpu counts busy_allowed: 95 % not idle is 75 % busy
+    stolen = verdict({"host_cpu": {**old, "user": 65.0, "idle": 5.0, "steal": 20.0}}, LOCAL)
+    assert stolen.kind == "undetermined" and "CPU 75 %" in stolen.text, stolen
 
 
 def test_storage_by_util_and_await_against_the_unloaded_await() -> None:
