@@ -18,9 +18,8 @@ from dataclasses import dataclass
 
 from collections.abc import Sequence
 
-from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.errors import TpsbenchError, kept_said
 from tpsbench.core.target import Target
-from tpsbench.results.store import kept_said
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from tpsbench.core.errors import TpsbenchError, first_line
+from tpsbench.core.errors import TpsbenchError, first_line, kept_said
 from tpsbench.core.redact import safe_url, scrub, scrub_text, secrets_of
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.observers import Readings
@@ -88,12 +88,6 @@ class StoreUnwritable(TpsbenchError):
         if not end_written:
             said.append("the store still shows the run as running")
         return StoreUnwritable(self.store, self.cause, "; ".join(said))
-
-
-def kept_said(kept: Sequence[int]) -> str:
-    """Which steps a run that stopped early keeps, for its last line."""
-    return f"steps {', '.join(map(str, kept))} were kept" if len(kept) > 1 else \
-        f"step {kept[0]} was kept" if kept else "no step was kept"
 
 
 def _now() -> datetime:
