@@ -335,8 +335,7 @@ def _locks(s: _Step) -> Verdict | None:
     if max(lock, lwlock) < LOCK_WAIT_LEAST:
         return None
     if lock >= lwlock:
-        table = s.top("lock_on.")
-        event = s.top("event.Lock:")
+        table, event = s.top("lock_on."), s.top("event.Lock:")
         on = f" on {table[0]}" if table else (f" ({'Lock:' + event[0]})" if event else "")
         return Verdict("locks", f"lock waits{on}: {_pct(lock)} of active time", {}, table[0] if table else "")
     event = s.top("event.LWLock:", but=IO_BEHIND_LOCKS)
@@ -372,12 +371,13 @@ def verdict(readings: Readings, context: StepContext) -> Verdict:
         candidates = [v for v in (cpu, _storage(s, cpu_saturated), _locks(s)) if v is not None]
         if candidates:
             found = max(candidates, key=lambda v: (s.session_share(v.kind), -ORDER.index(v.kind)))
-            if (share := s.session_share(found.kind)) and len(candidates) > 1:
+            if len(candidates) > 1:  # the others said too, also where no session waits were read to choose
+                share = s.session_share(found.kind)
+                why = f"; the sessions spent {_pct(share)} of their active time on this" if share else ""
                 found = Verdict(found.kind, f"{found.text} (also saturated: "
-                                f"{', '.join(KIND_LABELS[v.kind] for v in candidates if v is not found)}; the "
-                                f"sessions spent {_pct(share)} of their active time on this)", {}, found.subject)
-    if found is None:
-        found = _quiet(s)
+                                f"{', '.join(KIND_LABELS[v.kind] for v in candidates if v is not found)}{why})", {},
+                                found.subject)
+    found = found or _quiet(s)
     return Verdict(found.kind, found.text, {**s.used, **found.figures}, found.subject)
 
 
