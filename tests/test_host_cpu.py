@@ -17,7 +17,7 @@ import time
 import pytest
 from conftest import unavailable
 
-from tpsbench.measure.host_cpu import HostCpu, server_pid
+from tpsbench.measure.host_cpu import HostCpu
 from tpsbench.measure.procfs import io_stall_us, listening_pid, read_stat
 from tpsbench.targets import open_target
 
@@ -63,7 +63,7 @@ def test_a_driver_pinned_to_one_cpu_shows_it_busy_and_itself_at_one_core() -> No
                                  pytest.param("mysql_url", marks=pytest.mark.mysql)])
 def test_the_local_servers_top_process_is_found(url: str, request: pytest.FixtureRequest) -> None:
     target = open_target(request.getfixturevalue(url))
-    pid = server_pid(target)
+    pid = target.server_pid()
     assert pid is not None
     # the process listening on the server's port is its top one (postmaster, mariadbd)
     assert pid == listening_pid(target.url.port or target.default_port)
@@ -85,9 +85,9 @@ def test_the_local_servers_top_process_is_found(url: str, request: pytest.Fixtur
 
 
 def test_no_server_share_for_sqlite_nor_a_remote_server(tmp_path: object) -> None:
-    assert server_pid(open_target(f"sqlite:///{tmp_path}/x.db")) is None
+    assert open_target(f"sqlite:///{tmp_path}/x.db").server_pid() is None
     # no connection is tried: the address is not this host
-    assert server_pid(open_target("postgresql://postgres@192.0.2.1:5432/x")) is None
+    assert open_target("postgresql://postgres@192.0.2.1:5432/x").server_pid() is None
 
 
 def test_io_pressure_is_a_share_of_the_time_where_the_kernel_has_psi() -> None:
@@ -99,3 +99,34 @@ def test_io_pressure_is_a_share_of_the_time_where_the_kernel_has_psi() -> None:
         assert "io_pressure" not in reading
     else:
         assert 0.0 <= reading["io_pressure"] <= 100.0
+
+
+def test_a_server_restarted_between_steps_is_found_again_for_its_share() -> None:
+    """``--cache cold`` restarts the server before each step: a new top process, whose CPU
+    is the server's share from then on (two real processes stand for the server before and
+    after its restart: the first ends, the second burns CPU through the step)."""
+    burn = [sys.executable, "-c", "import time\nend = time.monotonic() + 30\nwhile time.monotonic() < end: pass"]
+    first = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    second: subprocess.Popen[bytes] | None = None
+    current = [first]
+    try:
+        observer = HostCpu(find_server=lambda: current[0].pid)
+        assert observer.server == first.pid
+        first.kill()
+        first.wait()
+        second = subprocess.Popen(burn)
+        current[0] = second
+        observer.step_started(2, 1)
+        assert observer.server == second.pid
+        before = observer.sample()
+        time.sleep(0.5)
+        reading = observer.reading(before, observer.sample(), 0.5)
+        assert reading["server"] > 0, reading
+        current[0] = first
+        observer.step_started(3, 1)  # still there: not looked for again
+        assert observer.server == second.pid
+    finally:
+        for process in (first, second):
+            if process is not None:
+                process.kill()
+                process.wait()

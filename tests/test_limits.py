@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,9 @@ from conftest import copy_of
 
 from tpsbench.cli.main import main
 from tpsbench.measure.bottleneck import KINDS
-from tpsbench.report.limits import LIMITED_BY, PER_TXN, run_verdicts, step_io
+from tpsbench.measure.summary import SteadySummary
+from tpsbench.report.limits import LIMITED_BY, PER_TXN, not_storage_warning, run_verdicts, step_io
+from tpsbench.results.records import Run, RunData, StoredObservation, StoredStep
 from tpsbench.results.store import ResultsStore
 
 #: the stored steady-window rate of each I/O per transaction figure
@@ -157,3 +160,19 @@ def test_a_paced_run_well_below_capacity_is_limited_by_its_rate(tmp_path: Path, 
     found = run_verdicts(record.store.load_run(record.run_id))[1]
     assert found.kind == "rate" and found.text.startswith("the paced rate: the database kept up, offered ")
     assert f"step 1 limited by: {found.text}" in said
+
+
+def _compared(run_id: int, tps: dict[int, float]) -> RunData:
+    """A stored run by hand: one step per user load with its TPS, and idle host CPU readings."""
+    steps = [StoredStep(n, users, 1.0, 10.0, SteadySummary(step=n, users=users, seconds=10.0, intervals=10, tps=t))
+             for n, (users, t) in enumerate(tps.items(), start=1)]
+    return RunData(Run(run_id, "tpcc", datetime(2026, 1, 1), datetime(2026, 1, 1), "completed", f"pool {run_id}"),
+                   steps, observations=[StoredObservation(s.step, None, "host_cpu", "idle", 80.0) for s in steps])
+
+
+def test_the_compare_warning_s_spread_leaves_out_a_load_where_a_run_committed_nothing() -> None:
+    """A run that committed nothing at a load differs from the other by no ratio: not "0 %"."""
+    said = not_storage_warning([_compared(1, {2: 100.0, 4: 150.0}), _compared(2, {2: 0.0, 4: 100.0})])
+    assert said is not None and said.startswith("these configurations differ by up to 50% TPS but "), said
+    none = not_storage_warning([_compared(1, {2: 100.0}), _compared(2, {2: 0.0})])
+    assert none is not None and none.startswith("these configurations differ in TPS (one committed nothing) "), none

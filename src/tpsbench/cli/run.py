@@ -106,7 +106,9 @@ def common_run_options(cls: type[Workload]) -> Decorator:
                           " memory is the point, so no line; cold: before each step's ramp-up, as root on the"
                           " database's host, sync and drop the OS page cache and restart the server to empty its"
                           " buffer pool (the restart is stored as an outage before the step, outside every measured"
-                          " window). Without root or on a remote server, cold says so in one line and runs warm."),
+                          " window, and shown as 'Restart before (s)' in the report and before_step in its JSON); a"
+                          " restart that leaves the server down ends the run there, failed, with the steps before"
+                          " kept. Without root or on a remote server, cold says so in one line and runs warm."),
         click.option("--seed", type=int, default=None, metavar="SEED",
                      help="Random seed, 0 to 2^63-1 (default: drawn, and stored with the run)."),
         click.option("--force", is_flag=True,

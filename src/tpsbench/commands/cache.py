@@ -16,7 +16,9 @@ import os
 import time
 from dataclasses import dataclass
 
-from tpsbench.core.errors import TpsbenchError
+from collections.abc import Sequence
+
+from tpsbench.core.errors import TpsbenchError, kept_said
 from tpsbench.core.target import Target
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
@@ -31,6 +33,18 @@ class Emptied:
     outage: tuple[float, float] | None = None
 
 
+class ServerDown(TpsbenchError):
+    """A restart before a step left the server down: the run ends there, failed, with the
+    steps before kept (a step on a server that is not there would measure only errors)."""
+
+    exit_code = 1
+
+    def run_ended(self, run_id: int, kept: Sequence[int], *, during: int | None, end_written: bool) -> ServerDown:
+        """This failure as run ``run_id``'s last line (as the results store's failures say theirs)."""
+        said = f"{self}: run {run_id} failed before step {during}; {kept_said(kept)}"
+        return ServerDown(said if end_written else f"{said}; the store still shows the run as running")
+
+
 def cold_refused(target: Target) -> str:
     """Why ``--cache cold`` cannot empty anything here ("" when it can)."""
     if not target.is_local:
@@ -40,13 +54,17 @@ def cold_refused(target: Target) -> str:
 
 def empty_caches(target: Target, step: int, drop_caches: str = DROP_CACHES) -> Emptied:
     """Restart the server (unless its pool is each connection's), sync and drop the page
-    cache; the line says what was done, and what could not be emptied and why."""
+    cache; the line says what was done, and what could not be emptied and why.
+    :class:`ServerDown` where the restart failed and left the server down."""
     done, missed, outage = [], [], None
     if not target.embedded:
         began = time.time()
         try:
             target.restart_server()
         except TpsbenchError as exc:
+            if not target.answers():  # down, not merely left running: no step can run
+                raise ServerDown(f"the server did not come back after its restart before step {step} ({exc})"
+                                 ) from None
             missed.append(f"the server's buffer pool ({exc})")
         else:
             outage = (began, time.time())

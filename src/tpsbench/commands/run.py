@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tpsbench import __version__
 from tpsbench.commands.build import build
-from tpsbench.commands.cache import cold_refused, empty_caches
+from tpsbench.commands.cache import ServerDown, cold_refused, empty_caches
 from tpsbench.commands.storage import storage_facts
 from tpsbench.core.delays import waits_of
 from tpsbench.core.errors import TpsbenchError, signal_of
@@ -34,7 +34,7 @@ from tpsbench.measure.devices import Device
 from tpsbench.measure.disk_io import DiskIo
 from tpsbench.measure.honesty import honesty_check, honesty_text
 from tpsbench.measure.db_waits import DbWaits
-from tpsbench.measure.host_cpu import HostCpu, server_pid
+from tpsbench.measure.host_cpu import HostCpu
 from tpsbench.measure.host_info import driver_host
 from tpsbench.measure.observers import Readings, StepObserver
 from tpsbench.measure.memory import MemoryFit, memory_fit
@@ -229,7 +229,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     outcome = RunOutcome(RunStatus.INTERRUPTED, [])
     status = "failed"
     kept: list[int] = []  # the steps the store holds in full
-    stopped: StoreUnwritable | None = None  # a write failed: the run stopped there
+    stopped: StoreUnwritable | ServerDown | None = None  # a write failed, or a restart: the run stopped there
     mark = ""
     failed: str | None = None  # why a run that went through its steps failed: not one transaction did
     before: dict[str, int] | None = None  # the database's own counts, once read
@@ -267,13 +267,13 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     except KeyboardInterrupt:  # a second Ctrl-C, or a signal while workers start: what finished is kept
         status = "interrupted"
         raise
-    except StoreUnwritable as exc:  # the workers are stopped; said below once the run is cleaned up
+    except (StoreUnwritable, ServerDown) as exc:  # the workers are stopped; said below once the run is cleaned up
         stopped = exc
     finally:
         if cluster is not None:  # run_plan closed it, unless the run ended before it
             cluster.close(0.0)
         if stopped is not None:  # no step outcome comes back from a run_plan that raised
-            honesty: dict[str, Any] = {"match": None, "skipped": "the results store could not be written"}
+            honesty: dict[str, Any] = {"match": None, "skipped": f"the run stopped: {stopped}"}
         elif before is None or (status == "interrupted" and not outcome.steps):  # cut short before any step came back
             honesty = {"match": None, "skipped": f"{status} before the steps' counts were in"}
         else:
@@ -289,11 +289,11 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
                 store.finish_run(run_id, status, honesty)
             except StoreUnwritable as exc:
                 unended = exc
-            if mark:
+            if mark and not isinstance(stopped, ServerDown):  # a down server's mark is ignored once we are gone
                 note_run_ended(target, wl.name, mark)
         failure = stopped or unended
         if failure is not None:  # also in place of a second Ctrl-C: what the store holds is the news
-            # steps run in order and the first failed write stops the run: it failed in the step after those kept
+            # steps run in order and the first failed write (or restart) stops the run: in the step after those kept
             raise failure.run_ended(run_id, kept, during=len(kept) + 1 if stopped else None,
                                     end_written=unended is None) from failure
     if failed and live is not None:
@@ -342,7 +342,7 @@ def default_observers(target: Target, devices: Sequence[Device]) -> list[StepObs
     share apart where it runs here, its process found once per run), the database's
     outages, its own counters and its sessions' waits (where it has sessions), and the
     I/O of the devices its data lives on."""
-    watch: list[StepObserver] = [HostCpu(server_pid=server_pid(target)), Reachability(target),
+    watch: list[StepObserver] = [HostCpu(find_server=target.server_pid), Reachability(target),
                                  DatabaseCounters(target)]
     if target.wait_kinds:
         watch.append(DbWaits(target))

@@ -7,6 +7,7 @@ message and exits with its ``exit_code``.
 """
 
 import signal
+from collections.abc import Sequence
 
 from tpsbench.core.signals import leave_terminal
 
@@ -26,6 +27,12 @@ class CheckFailed(TpsbenchError):
     """Consistency checks found violations; the report was already printed."""
 
     exit_code = 1
+
+
+def kept_said(kept: Sequence[int]) -> str:
+    """Which steps a run that stopped early keeps, for the one line that ends it."""
+    return f"steps {', '.join(map(str, kept))} were kept" if len(kept) > 1 else \
+        f"step {kept[0]} was kept" if kept else "no step was kept"
 
 
 def first_line(text: object) -> str:

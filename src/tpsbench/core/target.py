@@ -21,6 +21,7 @@ from typing import Any, ClassVar, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
+from tpsbench.core import processes
 from tpsbench.core.batch import Batch
 from tpsbench.core.cursor import CLIENT_CHOICES, CountingCursor, DbapiCountingCursor, FastCursor
 from tpsbench.core.errors import TpsbenchError, first_line
@@ -215,14 +216,20 @@ class Target:
     default_port: ClassVar[int | None] = None
 
     def read_waits(self, conn: Any) -> list[SessionWait]:
-        """What each of this database's client sessions executing a statement is doing now,
-        but ``conn``'s (autocommit) and the observers' own, for tpsbench.measure.db_waits;
-        only targets with :attr:`wait_kinds` implement it."""
+        """What each of this database's client sessions executing a statement is doing now, but ``conn``'s
+        (autocommit) and the observers' own, for tpsbench.measure.db_waits; only with :attr:`wait_kinds`."""
         raise NotImplementedError
 
     def server_process(self) -> int | None:
-        """A process id of the server's own on its host, for its CPU; None if it will not say."""
+        """A process id of the server's own on its host, for :meth:`server_pid`; None if it will not say."""
         return None
+
+    def server_pid(self) -> int | None:
+        """The server's top process here (postmaster, mariadbd) for its CPU, memory and restart, found
+        by :func:`tpsbench.core.processes.server_pid`; None for a remote or embedded one."""
+        local = self.server_commands and self.is_local
+        return processes.server_pid(self.server_process, self.server_commands, self.url.port or self.default_port) \
+            if local else None
 
     def observer_connection(self) -> Any:
         """An autocommit connection for a step observer, marked as one where the database
@@ -232,15 +239,9 @@ class Target:
         return conn
 
     def cache_sizes(self) -> dict[str, int]:
-        """The database's size and the server's buffer pool, in bytes (``database_bytes``,
-        ``buffer_pool_bytes``), each where the server tells it: for telling, before a run,
-        whether the whole database fits in memory (tpsbench.measure.memory)."""
+        """The database's size and the server's buffer pool in bytes (``database_bytes``, ``buffer_pool_bytes``)
+        where the server tells them: whether the whole database fits in memory (tpsbench.measure.memory)."""
         return {}
-
-    def server_pid(self) -> int | None:
-        """The server's main process (postmaster, mariadbd) when it runs on this host and
-        can be found; None otherwise (a remote server, an embedded database)."""
-        return None
 
     def answers(self) -> bool:
         """Whether a connection can be made now (a restarted server is up again)."""
@@ -268,9 +269,8 @@ class Target:
         return "%s"
 
     def storage_path(self) -> str | None:
-        """A folder on this host where the database keeps its data, so that a build can
-        check the free space first; None when the data is elsewhere (another host) or
-        the server will not say."""
+        """A folder on this host where the database keeps its data, so that a build can check the free
+        space first; None when the data is elsewhere (another host) or the server will not say."""
         return None
 
     def data_paths(self) -> list[str]:

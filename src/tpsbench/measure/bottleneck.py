@@ -167,23 +167,26 @@ class _Step:
         """Percent of the sessions' active time waiting on I/O, their own or a lock holder's
         (:data:`IO_BEHIND_LOCKS`); None where the database does not tell I/O waits apart."""
         io = self.get(DB_WAITS, "io_pct")
-        if io is None:
-            return None
-        behind = sum(self.waits.get(f"event.{e}", 0.0) for e in IO_BEHIND_LOCKS)
-        return min(100.0, io + behind)
+        return None if io is None else min(100.0, io + self.behind_locks())
+
+    def behind_locks(self) -> float:
+        """Percent of the active time on internal locks held for the storage (:data:`IO_BEHIND_LOCKS`)."""
+        return sum(self.waits.get(f"event.{e}", 0.0) for e in IO_BEHIND_LOCKS)
 
     def lwlock_share(self) -> float:
         """Percent of the active time on internal locks not held for the storage."""
-        behind = sum(self.waits.get(f"event.{e}", 0.0) for e in IO_BEHIND_LOCKS)
-        return max(0.0, self.waits.get("lwlock_pct", 0.0) - behind)
+        return max(0.0, self.waits.get("lwlock_pct", 0.0) - self.behind_locks())
+
+    def host_busy(self) -> float:
+        """Percent of all cores' time busy: not idle, iowait or steal (as host_cpu counts it)."""
+        return max(0.0, 100.0 - sum(self.cpu.get(k, 0.0) for k in ("idle", "iowait", "steal")))
 
     def busy(self) -> float | None:
         """Percent busy of the CPUs the driver and server may use (else of the host's)."""
         allowed = self.get(HOST_CPU, "busy_allowed")
         if allowed is not None:
             return allowed
-        idle, iowait = self.get(HOST_CPU, "idle"), self.get(HOST_CPU, "iowait")
-        return None if idle is None else max(0.0, 100.0 - idle - (iowait or 0.0))
+        return None if self.get(HOST_CPU, "idle") is None else self.host_busy()
 
     def shares(self) -> dict[str, float]:
         """The driver's, the server's and other processes' CPU (percent of all cores);
@@ -192,11 +195,10 @@ class _Step:
         server = self.get(HOST_CPU, "server")
         others = self.get(HOST_CPU, "others")
         if self.context.embedded:  # the driver's processes run the database: theirs is its CPU
-            busy = 100.0 - sum(self.cpu.get(k, 0.0) for k in ("idle", "iowait", "steal"))
+            busy = self.host_busy()
             return {"driver": 0.0, "server": driver, "others": max(0.0, busy - driver) if others is None else others}
         if server is None:
-            busy = 100.0 - sum(self.cpu.get(k, 0.0) for k in ("idle", "iowait", "steal"))
-            server, others = (max(0.0, busy - driver), 0.0) if self.context.local else (0.0, others or 0.0)
+            server, others = (max(0.0, self.host_busy() - driver), 0.0) if self.context.local else (0.0, others or 0.0)
         allowed, busy_allowed = self.cpu.get("allowed_pct"), self.cpu.get("busy_allowed")
         if allowed and busy_allowed is not None and allowed < 100.0:
             # driver and server pinned to some CPUs: weigh them against the busy time of those
@@ -333,8 +335,7 @@ def _locks(s: _Step) -> Verdict | None:
     if max(lock, lwlock) < LOCK_WAIT_LEAST:
         return None
     if lock >= lwlock:
-        table = s.top("lock_on.")
-        event = s.top("event.Lock:")
+        table, event = s.top("lock_on."), s.top("event.Lock:")
         on = f" on {table[0]}" if table else (f" ({'Lock:' + event[0]})" if event else "")
         return Verdict("locks", f"lock waits{on}: {_pct(lock)} of active time", {}, table[0] if table else "")
     event = s.top("event.LWLock:", but=IO_BEHIND_LOCKS)
@@ -349,14 +350,12 @@ ORDER = ("driver_cpu", "server_cpu", "host_cpu", "storage", "locks")
 def _unsaturated(s: _Step) -> str:
     """The figures that were not saturated, as the undetermined and think verdicts say them."""
     said = []
-    busy = s.busy()
-    if busy is not None:
+    if (busy := s.busy()) is not None:
         said.append(f"CPU {_pct(busy)}")
     device = s.device() if s.context.local else None
     if device is not None and (util := s.get(DISK_IO, f"{device}.util_pct")) is not None:
         said.append(f"{device} {_pct(util)} util")
-    lock = s.get(DB_WAITS, "lock_pct")
-    if lock is not None:
+    if (lock := s.get(DB_WAITS, "lock_pct")) is not None:
         said.append(f"lock waits {_pct(lock)}")
     return ", ".join(said)
 
@@ -372,12 +371,13 @@ def verdict(readings: Readings, context: StepContext) -> Verdict:
         candidates = [v for v in (cpu, _storage(s, cpu_saturated), _locks(s)) if v is not None]
         if candidates:
             found = max(candidates, key=lambda v: (s.session_share(v.kind), -ORDER.index(v.kind)))
-            if (share := s.session_share(found.kind)) and len(candidates) > 1:
+            if len(candidates) > 1:  # the others said too, also where no session waits were read to choose
+                share = s.session_share(found.kind)
+                why = f"; the sessions spent {_pct(share)} of their active time on this" if share else ""
                 found = Verdict(found.kind, f"{found.text} (also saturated: "
-                                f"{', '.join(KIND_LABELS[v.kind] for v in candidates if v is not found)}; the "
-                                f"sessions spent {_pct(share)} of their active time on this)", {}, found.subject)
-    if found is None:
-        found = _quiet(s)
+                                f"{', '.join(KIND_LABELS[v.kind] for v in candidates if v is not found)}{why})", {},
+                                found.subject)
+    found = found or _quiet(s)
     return Verdict(found.kind, found.text, {**s.used, **found.figures}, found.subject)
 
 

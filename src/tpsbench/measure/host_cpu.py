@@ -41,13 +41,12 @@ workers sharing a host, or a process, then add up to the host's driver share onc
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.target import Target
 from tpsbench.measure.observers import StepObserver
 from tpsbench.measure.procfs import (
-    allowed_cpus, cpu_lines, descendants, io_stall_us, listening_pid, processes, top_process, tree_cpu,
+    allowed_cpus, cpu_lines, descendants, io_stall_us, processes, tree_cpu,
 )
 
 #: the figures of every reading, in report order (percent of all cores' time)
@@ -78,17 +77,25 @@ class HostCpu(StepObserver):
 
     name = "host_cpu"
 
-    def __init__(self, root_pid: int | None = None, server_pid: int | None = None) -> None:
+    def __init__(self, root_pid: int | None = None, server_pid: int | None = None,
+                 find_server: Callable[[], int | None] | None = None) -> None:
         #: the driver's top process; its descendants are the driver's too
         self.root = root_pid or os.getpid()
-        #: the local server's top process (:func:`server_pid`); None where there is none here
-        self.server = server_pid
+        #: finds the server's top process (:meth:`Target.server_pid`), again at a step's start
+        #: where it is gone: a server restarted before the step (``--cache cold``) is a new process
+        self.find_server = find_server
+        #: the local server's top process; None where there is none here
+        self.server = find_server() if server_pid is None and find_server is not None else server_pid
         #: the CPUs the driver and the server may run on, read at each step's start
         self.allowed: set[int] = set()
 
     def step_started(self, step: int, users: int) -> None:
-        """The affinity masks, once per step: pinning is done before a run, not during it."""
+        """The affinity masks, once per step: pinning is done before a run, not during it;
+        the server's process found again if it is gone (restarted)."""
         stats = processes()
+        if self.find_server is not None and self.server not in stats:
+            self.server = self.find_server()
+            stats = processes()
         pids = descendants(stats, self.root) + (descendants(stats, self.server) if self.server else [])
         self.allowed = allowed_cpus(pids)
 
@@ -146,26 +153,6 @@ def _busy_share(before: dict[int, tuple[int, int]], after: dict[int, tuple[int, 
     busy = sum(after[c][0] - before[c][0] for c in chosen)
     total = sum(after[c][1] - before[c][1] for c in chosen)
     return round(100.0 * busy / total, 2) if total > 0 else None
-
-
-def server_pid(target: Target) -> int | None:
-    """The top process of ``target``'s server on this host (PostgreSQL's postmaster,
-    mariadbd): from the process the server names (:meth:`Target.server_process`), else
-    from the one listening on the URL's port, either checked by its command name. None
-    for a remote server, one that runs no process of its own here (SQLite) or one not found."""
-    commands = target.server_commands
-    if not commands or not target.is_local:
-        return None
-    try:
-        hint = target.server_process()
-    except TpsbenchError:  # a server that will not say is looked for by its port
-        hint = None
-    found = top_process(hint, commands) if hint else None
-    port = target.url.port or target.default_port
-    if found is None and port:
-        listener = listening_pid(port)
-        found = top_process(listener, commands) if listener else None
-    return found
 
 
 def on_worker_host(figures: dict[str, float], host: str, root_pid: int) -> dict[str, dict[str, float]]:

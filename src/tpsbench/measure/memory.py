@@ -62,10 +62,7 @@ def memory_fit(target: Target) -> MemoryFit:
     total = available = limit = None
     if target.is_local:
         total, available = meminfo("MemTotal"), meminfo("MemAvailable")
-        try:
-            pid = os.getpid() if target.embedded else target.server_pid()
-        except TpsbenchError:
-            pid = None
+        pid = os.getpid() if target.embedded else target.server_pid()  # None where it is not found
         limit = None if pid is None else cgroup_memory_limit(pid)
     fits = ""
     if size is not None:

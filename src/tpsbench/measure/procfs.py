@@ -17,35 +17,13 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
+# a target finds its server's process with these (tpsbench.core.processes); the observers read them here
+from tpsbench.core.processes import ProcStat, all_pids, listening_pid, read_stat, top_process  # noqa: F401
+
 #: clock ticks per second of /proc's CPU times (USER_HZ)
 TICK = os.sysconf("SC_CLK_TCK")
 #: the fields of /proc/stat's "cpu" line, in order
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
-
-
-class ProcStat(NamedTuple):
-    """What /proc/<pid>/stat says of one process (or thread), CPU in ticks."""
-
-    ppid: int
-    #: utime + stime
-    cpu: int
-    #: start time, ticks after boot
-    start: int
-    comm: str
-    #: cutime + cstime: CPU of its children that it has waited for
-    children_cpu: int
-
-
-def read_stat(path: str) -> ProcStat | None:
-    """/proc/<pid>/stat (or .../task/<tid>/stat) parsed; None if the process is gone."""
-    try:
-        with open(path, "rb") as f:
-            text = f.read().decode(errors="replace")
-    except OSError:
-        return None
-    comm = text[text.index("(") + 1:text.rindex(")")]
-    rest = text[text.rindex(")") + 2:].split()
-    return ProcStat(int(rest[1]), int(rest[11]) + int(rest[12]), int(rest[19]), comm, int(rest[13]) + int(rest[14]))
 
 
 def cmdline(pid: int) -> str:
@@ -63,10 +41,6 @@ def boot_time() -> float:
         if line.startswith("btime "):
             return float(line.split()[1])
     raise RuntimeError("no btime in /proc/stat")
-
-
-def all_pids() -> list[int]:
-    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
 
 
 def cpu_times() -> dict[str, int]:
@@ -137,39 +111,6 @@ def io_stall_us(root: str = "/") -> int | None:
         return None
     totals = [field for field in first if field.startswith("total=")]
     return int(totals[0][len("total="):]) if first[:1] == ["some"] and totals else None
-
-
-def top_process(pid: int, commands: tuple[str, ...]) -> int | None:
-    """The topmost ancestor of ``pid`` (itself included) whose command name is one of
-    ``commands``: a server's main process from any of its processes (PostgreSQL's
-    postmaster from its checkpointer). None if ``pid`` is gone or is no such process."""
-    st = read_stat(f"/proc/{pid}/stat")
-    if st is None or st.comm not in commands:
-        return None
-    while (parent := read_stat(f"/proc/{st.ppid}/stat")) is not None and parent.comm in commands:
-        pid, st = st.ppid, parent
-    return pid
-
-
-def listening_pid(port: int) -> int | None:
-    """The process with a TCP socket listening on ``port`` (IPv4 or IPv6), or None."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                rows = [line.split() for line in f.readlines()[1:]]
-        except OSError:
-            continue
-        inodes |= {row[9] for row in rows if row[3] == "0A" and int(row[1].rpartition(":")[2], 16) == port}
-    wanted = {f"socket:[{inode}]" for inode in inodes}
-    for pid in all_pids() if wanted else ():
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-            if any(os.readlink(f"/proc/{pid}/fd/{fd}") in wanted for fd in fds):
-                return pid
-        except OSError:
-            continue
-    return None
 
 
 def memory(pids: list[int]) -> tuple[int, int]:

@@ -11,7 +11,8 @@ new version with a new schema file; ``report-schema-2.json`` (JSON Schema, draft
 is this one, and is strict (no undocumented key) so that the tests catch a change that
 was not versioned. Version 1 was this layout without a step's ``verdict`` and
 ``io_per_txn``; a run stored before they existed gets them all the same, from what it
-stored. Open maps (config, server, readings ...) are as the run stored them.
+stored. A step's ``before_step`` came later within version 2: it is optional, so that
+every earlier file of version 2 still validates, and absent from runs that have none. Open maps (config, server, readings ...) are as the run stored them.
 
 No password reaches the document: the store scrubbed what it kept, and everything is
 scrubbed again here (tpsbench.core.redact), since runs may be built by hand or come from
@@ -49,6 +50,8 @@ Step:
 ``duration_s`` (s, planned; null where not recorded); ``summary`` (Summary, or null: the
 step did not finish); ``main_metric`` ({"name": "tpmC", "value": per minute} for
 workloads that have one, else null); ``readings`` (Readings over the steady window);
+``before_step`` (Readings before the step's ramp-up, only where there are some: the
+server's restart of ``--cache cold``, as ``outage``, which no measured window holds);
 ``verdict`` (what limited the step, tpsbench.measure.bottleneck: ``kind`` one of storage,
 server_cpu, driver_cpu, host_cpu, locks, rate, think, undetermined; ``text`` the sentence
 with its figures; ``figures`` "observer.figure" -> value it rests on; ``subject`` the
@@ -117,7 +120,7 @@ from tpsbench.measure.reports import ALL
 from tpsbench.report.limits import run_verdicts, step_io
 from tpsbench.report.table import main_metric, run_labels
 from tpsbench.results.records import RunData, StoredInterval, StoredStep
-from tpsbench.results.schema import PROBLEM
+from tpsbench.results.schema import BEFORE_STEP, PROBLEM
 from tpsbench.results.store import ResultsStore
 
 SCHEMA = "tpsbench-report/2"
@@ -176,6 +179,7 @@ def _step(data: RunData, number: int, record: StoredStep | None, readings: Readi
            "summary": summary.to_dict() if summary is not None else None,
            "main_metric": {"name": metric[0], "value": metric[1]} if metric is not None else None,
            "readings": readings.get((number, None), {}),
+           **({"before_step": readings[(number, BEFORE_STEP)]} if (number, BEFORE_STEP) in readings else {}),
            "verdict": asdict(verdict) if verdict is not None else None,
            "io_per_txn": step_io(data.run.workload, summary, readings.get((number, None), {})) if summary else {},
            "errors": [{"txn": e.txn, "count": e.count, "message": e.message} for e in errors if e.txn != PROBLEM],

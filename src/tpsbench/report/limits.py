@@ -60,8 +60,8 @@ def context_of(config: Mapping[str, Any], users: int, readings: Readings, unload
                db_url: str | None, working: float | None = None) -> StepContext:
     """A step's verdict context from its run's stored configuration (options, detected
     storage), its database's URL (SQLite is embedded in the driver) and its steady readings
-    (pacing), and the ``working`` share of its users' time (:func:`working_share`); a run stored before a key existed reads as a closed loop without waits on a
-    local server."""
+    (pacing), and the ``working`` share of its users' time (:func:`working_share`); a run
+    stored before a key existed reads as a closed loop without waits on a local server."""
     pacing = readings.get(PACING, {})
     try:
         waits = waits_of(config.get("options") or {})
@@ -173,11 +173,12 @@ def not_storage_warning(runs: Sequence[RunData]) -> str | None:
                 if u in found and found[u][0] in verdicts[i]]
     if not any(v.figures for v in compared) or any(v.kind == "storage" for v in compared):
         return None  # nothing read, nothing to say; or the storage was a limit
-    spread = max(max(tps) / min(tps) - 1 if min(tps) > 0 else 0.0
-                 for u in shared for tps in [[found[u][1] for found in first if u in found]])
+    # a load at which a run committed nothing differs by no ratio: it is left out of the figure
+    spreads = [max(tps) / min(tps) - 1 for u in shared for tps in [[found[u][1] for found in first if u in found]]
+               if min(tps) > 0]
     # an undetermined step may be bound by the storage's latency (one user's commit flushes)
     # without saturating it: the warning then says less
     ending = ("nothing shows the difference to be the storage's" if any(v.kind == "undetermined" for v in compared)
               else "the difference is not the storage's")
-    return (f"these configurations differ by up to {spread:.0%} TPS but no step was limited by storage "
-            f"({_kinds_text(compared)}): {ending}")
+    differ = f"differ by up to {max(spreads):.0%} TPS" if spreads else "differ in TPS (one committed nothing)"
+    return f"these configurations {differ} but no step was limited by storage ({_kinds_text(compared)}): {ending}"

@@ -219,7 +219,8 @@ def _rows(data: RunData, summaries: Sequence[SteadySummary], txns: bool) -> list
 
 def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list[str]]]:
     """What the step observers read over each step's steady window: each row where the run
-    has readings of it (outages only where a step had one: a clean run's table stays short),
+    has readings of it (outages only where a step had one: a clean run's table stays short; the
+    restarts of ``--cache cold`` before each step),
     what limited each step first and the I/O per transaction last (tpsbench.report.limits)."""
     readings = {label: data.readings(step) for label, step in steps.items()}
     rows = []
@@ -228,6 +229,9 @@ def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list
                   if all(f in r.get(observer, {}) for f in figures)}
         if values and (any(values.values()) or not if_any):
             rows.append((name, [fmt(values[label]) if label in values else "" for label in steps]))
+    before = {label: data.readings(step, BEFORE_STEP).get(Reachability.name, {}) for label, step in steps.items()}
+    if any("down_s" in figures for figures in before.values()):  # --cache cold: each step's restart before it
+        rows.append(("Restart before (s)", [_one(f["down_s"]) if "down_s" in f else "" for f in before.values()]))
     limited, per_txn = limit_rows(data, steps, _ms)
     return limited + rows + _worker_host_rows(readings) + per_txn
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from tpsbench.core.errors import TpsbenchError, first_line
+from tpsbench.core.errors import TpsbenchError, first_line, kept_said
 from tpsbench.core.redact import safe_url, scrub, scrub_text, secrets_of
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.observers import Readings
@@ -84,8 +84,7 @@ class StoreUnwritable(TpsbenchError):
         it failed writing the run's end), the steps the store holds in full (``kept``), and,
         when the end could not be written, that the store still shows the run as running."""
         said = [f"run {run_id} stopped during step {during}" if during is not None else f"run {run_id} ended",
-                f"steps {', '.join(map(str, kept))} were kept" if len(kept) > 1
-                else f"step {kept[0]} was kept" if kept else "no step was kept"]
+                kept_said(kept)]
         if not end_written:
             said.append("the store still shows the run as running")
         return StoreUnwritable(self.store, self.cause, "; ".join(said))

@@ -157,10 +157,6 @@ class MysqlFamily(MysqlSessions):
             " WHERE table_schema = DATABASE()), @@innodb_buffer_pool_size", "reading sizes")
         return {"database_bytes": int(size), "buffer_pool_bytes": int(pool)}
 
-    def server_pid(self) -> int | None:
-        """The process in the server's pid file, where it runs on this host."""
-        return server.mysql_pid(self)
-
     def restart_server(self) -> None:
         """SHUTDOWN, the same server started again as it was, and a wait until it answers."""
         server.restart_mysql(self)

@@ -179,14 +179,6 @@ class PostgresTarget(Target):
                                       " pg_size_bytes(current_setting('shared_buffers'))").fetchone()  # type: ignore[misc]
             return {"database_bytes": int(size), "buffer_pool_bytes": int(pool)}
 
-    def server_pid(self) -> int | None:
-        """The postmaster: the parent of our own backend, on this host."""
-        if not self.is_local:
-            return None
-        with self.translate_errors("finding the server"), psycopg.connect(**self._connect_params()) as conn:
-            backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
-            return server.parent_pid(backend)
-
     def restart_server(self) -> None:
         """The cluster of this data directory and port restarted (tpsbench.targets.server),
         then connected to until it answers."""

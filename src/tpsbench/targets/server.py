@@ -1,4 +1,4 @@
-"""The server's processes on this host: finding the main one, and restarting the server.
+"""Restarting the server on this host (its top process is found by Target.server_pid).
 
 Why restarts: ``--cache cold`` must start a step with the server's buffer pool empty, and
 neither PostgreSQL nor MariaDB can empty theirs while running (PostgreSQL has no way at
@@ -24,28 +24,6 @@ RESTART_WAIT_S = 60.0
 POLL_S = 0.1
 #: the suffix of InnoDB's buffer pool dump while a cold restart keeps it from being reloaded
 ASIDE = ".tpsbench-cold"
-
-
-def parent_pid(pid: int) -> int | None:
-    """The parent of process ``pid`` (the postmaster of a backend), None if it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("PPid:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-def pid_from_file(path: str) -> int | None:
-    """The process id in a server's pid file, if the file and that process are there."""
-    try:
-        with open(path) as file:
-            pid = int(file.readline().strip())
-    except (OSError, ValueError):
-        return None
-    return pid if os.path.exists(f"/proc/{pid}") else None
 
 
 def gone(pid: int) -> bool:
@@ -129,16 +107,6 @@ def restart_detached(pid: int, shut_down: Callable[[], None], aside: str = "") -
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError as exc:
         raise TpsbenchError(f"could not start {binary} again: {exc.strerror or exc}") from None
-
-
-def mysql_pid(target: Target) -> int | None:
-    """A MariaDB/MySQL server's process on this host, named in its pid file (relative to its
-    data directory); None for a server elsewhere."""
-    if not target.is_local:
-        return None
-    ((pid_file, datadir),) = target.fetch_all("SELECT @@pid_file, @@datadir", "finding the server")
-    text = [v.decode() if isinstance(v, bytes) else str(v) for v in (datadir, pid_file)]
-    return pid_from_file(os.path.join(*text))
 
 
 def restart_mysql(target: Target) -> None:
