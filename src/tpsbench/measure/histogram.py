@@ -203,6 +203,15 @@ class LatencyHistogram:
             return 0.0
         return float(np.dot(self._counts.astype(np.float64), _layout().mid.astype(np.float64)) / total)
 
+    def counts_at_most(self, bounds_us: Iterable[float]) -> list[int]:
+        """How many values are at most each bound, as cumulative buckets count them (a
+        counter is within a bound when the value it reports, its top, is)."""
+        if not self.count():
+            return [0 for _ in bounds_us]
+        cumulative = np.cumsum(self._counts, dtype=np.int64)
+        last = np.searchsorted(_layout().high, np.asarray(list(bounds_us), dtype=np.float64), side="right") - 1
+        return [int(cumulative[i]) if i >= 0 else 0 for i in last]
+
     def percentile(self, p: float) -> float:
         """Value at percentile ``p`` (0..100) in us, the same value hdrh's own search gives."""
         return self.percentiles([p])[0]
