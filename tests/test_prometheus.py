@@ -66,6 +66,23 @@ def start_prometheus(folder: Path, target_port: int) -> tuple[subprocess.Popen[b
     pytest.fail("Prometheus did not become ready within 20 s")
 
 
+def assert_steps_as_stored(api: str, run: Any) -> None:
+    """PromQL at each steady window's two ends gives the store's TPS and, within its bucket, p95."""
+    number = str(run.run.id)
+    for step in run.steps:
+        steady = [i for i in run.intervals if i.step == step.step and i.steady]
+        t0, t1 = min(i.t_start for i in steady) + 0.001, max(i.t_end for i in steady) + 0.001
+        commits = f'sum(tpsbench_transactions_total{{outcome="commits",run="{number}"}})'
+        tps = (scalar(api, commits, t1) - scalar(api, commits, t0)) / (t1 - t0)
+        assert tps == pytest.approx(step.summary.tps, rel=0.02), (number, step.step, tps, step.summary.tps)
+        buckets = f'tpsbench_latency_seconds_bucket{{run="{number}"}}'
+        p95 = scalar(api, f"histogram_quantile(0.95, sum by (le) ({buckets} @ {t1:.3f} - {buckets} @ {t0:.3f}))", t1)
+        stored = step.summary.latency.p95 / 1000.0
+        upper = next(b for b in BUCKETS_S if b >= stored)
+        lower = max([0.0, *(b for b in BUCKETS_S if b < stored)])
+        assert lower <= p95 <= upper, (number, step.step, p95, stored, lower, upper)
+
+
 @pytest.mark.slow
 @pytest.mark.postgresql
 def test_prometheus_scrapes_per_step_tps_and_p95_as_the_store_has_them(pg_url: str, tmp_path: Path) -> None:
@@ -77,23 +94,33 @@ def test_prometheus_scrapes_per_step_tps_and_p95_as_the_store_has_them(pg_url: s
         done = tpsbench("run", "tpcc", "--db", pg_url, "--users", "1,4", "--rampup", "2s", "--duration", "8s",
                         "--interval", "1s", "--metrics-addr", str(endpoint), cwd=tmp_path)
         assert done.returncode == 0, done.stderr
-        run = ResultsStore(f"sqlite:///{tmp_path / 'tpsbench-results.db'}").load_run(1)
-        for step in run.steps:
-            steady = [i for i in run.intervals if i.step == step.step and i.steady]
-            t0, t1 = min(i.t_start for i in steady), max(i.t_end for i in steady)
-            commits = 'sum(tpsbench_transactions_total{outcome="commits",run="1"})'
-            tps = (scalar(api, commits, t1 + 0.001) - scalar(api, commits, t0 + 0.001)) / (t1 - t0)
-            assert tps == pytest.approx(step.summary.tps, rel=0.02), (step.step, tps, step.summary.tps)
-            buckets = 'tpsbench_latency_seconds_bucket{run="1"}'
-            p95 = scalar(api, f"histogram_quantile(0.95, sum by (le) ({buckets} @ {t1 + 0.001:.3f} - "
-                              f"{buckets} @ {t0 + 0.001:.3f}))", t1)
-            stored = step.summary.latency.p95 / 1000.0
-            upper = next(b for b in BUCKETS_S if b >= stored)
-            lower = max([0.0, *(b for b in BUCKETS_S if b < stored)])
-            assert lower <= p95 <= upper, (step.step, p95, stored, lower, upper)
+        assert_steps_as_stored(api, ResultsStore(f"sqlite:///{tmp_path / 'tpsbench-results.db'}").load_run(1))
         limited = query(api, 'tpsbench_limited_by{run="1"}', time.time())
         assert {r["metric"]["step"] for r in limited} == {"1", "2"}
         assert all("password" not in json.dumps(r["metric"]) for r in limited)
+    finally:
+        prometheus.terminate()
+        prometheus.wait(10)
+
+
+@pytest.mark.slow
+def test_a_concurrent_campaign_serves_every_run_from_one_endpoint(tmp_path: Path, built_tpcc_sqlite: Path) -> None:
+    targets = "".join(f'[[target]]\ndb = "{copy_of(built_tpcc_sqlite, tmp_path, f"{name}.db")}"\nstorage = "{name}"\n'
+                      for name in ("hdd", "ssd"))
+    (tmp_path / "c.toml").write_text('name = "pools"\nworkload = "tpcc"\nscale = 1\nusers = [1, 2]\n'
+                                     'rampup = "1s"\nduration = "5s"\ninterval = "1s"\n' + targets)
+    endpoint = free_port()
+    prometheus, api = start_prometheus(tmp_path, endpoint)
+    try:
+        done = tpsbench("campaign", "c.toml", "--concurrent", "--metrics-addr", f"127.0.0.1:{endpoint}", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        store = ResultsStore(f"sqlite:///{tmp_path / 'tpsbench-results.db'}")
+        runs = store.campaign_runs(1)
+        assert len(runs) == 2
+        for run in runs:
+            assert_steps_as_stored(api, store.load_run(run.id))
+        labels = query(api, 'count by (run, storage, campaign) (tpsbench_transactions_total)', time.time())
+        assert {(r["metric"]["storage"], r["metric"]["campaign"]) for r in labels} == {("hdd", "1"), ("ssd", "1")}
     finally:
         prometheus.terminate()
         prometheus.wait(10)

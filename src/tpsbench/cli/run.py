@@ -17,6 +17,7 @@ from tpsbench.cli.options import (
     WorkloadGroup,
     db_option,
     duration_option,
+    metrics_options,
     note_renamed,
     renamed_option,
     results_option,
@@ -107,15 +108,7 @@ def common_run_options(cls: type[Workload]) -> Decorator:
                           " database's host, sync and drop the OS page cache and restart the server to empty its"
                           " buffer pool (the restart is stored as an outage before the step, outside every measured"
                           " window). Without root or on a remote server, cold says so in one line and runs warm."),
-        click.option("--metrics-addr", default=None, metavar="[HOST:]PORT",
-                     help="While the run lasts, serve its figures to Prometheus at http://HOST:PORT/metrics"
-                          " (127.0.0.1 when only a port is given): transactions, retries and latency histograms"
-                          " per transaction type, the current step and users, and the step observers' latest"
-                          " readings, each sample stamped with its interval's end. Needs the live extra"
-                          " (pip install 'tpsbench[live]')."),
-        click.option("--allow-remote", is_flag=True,
-                     help="Let --metrics-addr bind an address other hosts can reach (the endpoint has no"
-                          " authentication; by default only this host's loopback is accepted)."),
+        metrics_options,
         click.option("--seed", type=int, default=None, metavar="SEED",
                      help="Random seed, 0 to 2^63-1 (default: drawn, and stored with the run)."),
         click.option("--force", is_flag=True,

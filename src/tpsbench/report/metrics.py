@@ -15,6 +15,7 @@ import ipaddress
 import socket
 import threading
 import time
+import urllib.request
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ INSTALL = "pip install 'tpsbench[live]'"
 #: at the run's end, how long the endpoint waits for a scraper that has come before to
 #: read the last figures (one scrape interval of a scraper set for runs)
 LINGER_S = 10.0
+#: how long a campaign's scrape waits for each of its runs' endpoints
+RELAY_TIMEOUT_S = 2.0
 #: rendered intervals waiting for a scrape, at most (a scraper that stopped coming would
 #: otherwise keep every interval of a long run)
 PENDING_MOST = 60
@@ -44,6 +47,7 @@ def _prometheus() -> Any:
     try:
         import prometheus_client
         import prometheus_client.core  # noqa: F401 - the metric families, reached as prometheus_client.core
+        import prometheus_client.parser  # noqa: F401 - a campaign reads its runs' endpoints
     except ImportError:
         raise TpsbenchError(f"--metrics-addr needs prometheus-client, which is not installed: {INSTALL}") from None
     return prometheus_client
@@ -194,6 +198,33 @@ GAUGES = {
 }
 
 
+class RelayedRun:
+    """A campaign's run, serving its own endpoint on a loopback port: fetched at each scrape
+    of the campaign's endpoint (so each of its intervals still reaches a scrape), its last
+    figures kept once it has ended."""
+
+    def __init__(self, port: int, prometheus: Any) -> None:
+        self.url = f"http://127.0.0.1:{port}/metrics"
+        self._parse = prometheus.parser.text_string_to_metric_families
+        self._last: list[Any] = []
+        self.unscraped = False
+
+    def scrape(self) -> list[Any]:
+        try:
+            with urllib.request.urlopen(self.url, timeout=RELAY_TIMEOUT_S) as answer:
+                self._last = list(self._parse(answer.read().decode()))
+        except OSError:  # not started yet, or ended: what it served last
+            pass
+        return self._last
+
+
+def loopback_port() -> int:
+    """A free port on 127.0.0.1, for a campaign's run's own endpoint."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def _le(bound: float) -> str:
     return f"{bound:g}"
 
@@ -215,7 +246,7 @@ class MetricsEndpoint:
     def __init__(self, address: str, allow_remote: bool = False) -> None:
         self._prometheus = _prometheus()
         self.host, self.port = parse_address(address, allow_remote)
-        self._runs: list[RunMetrics] = []
+        self._runs: list[RunMetrics | RelayedRun] = []
         self._lock = threading.Lock()
         self._server: Any = None
         self._scraped = False
@@ -240,6 +271,11 @@ class MetricsEndpoint:
             self._runs.append(metrics)
         return metrics
 
+    def relay(self, port: int) -> None:
+        """Serve a campaign's run's endpoint at ``port`` from this one too."""
+        with self._lock:
+            self._runs.append(RelayedRun(port, self._prometheus))
+
     def collect(self) -> Iterator[Any]:
         """prometheus-client's collector protocol: every run's families, merged by name."""
         with self._lock:
@@ -254,6 +290,12 @@ class MetricsEndpoint:
                                                                               family.type)
                 into.samples.extend(family.samples)
         yield from merged.values()
+
+    def __enter__(self) -> MetricsEndpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         """Stop serving, once a scraper that came before has had every interval (at most
