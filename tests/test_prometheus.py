@@ -186,3 +186,27 @@ def test_every_interval_reaches_a_scrape_in_order_with_its_own_end_as_its_time()
     families = {f.name: f for f in endpoint.collect()}  # the verdict, then the same again
     assert [s.labels["kind"] for s in families["tpsbench_limited_by"].samples] == ["storage"]
     assert commits_and_buckets()[:2] == (3, 1.0e9 + 3)
+
+
+def test_the_grafana_dashboard_asks_only_for_what_the_endpoint_serves() -> None:
+    import re
+
+    pytest.importorskip("prometheus_client") if os.environ.get("CI") != "true" else __import__("prometheus_client")
+    from tpsbench.report.metrics import MetricsEndpoint
+
+    endpoint = MetricsEndpoint("127.0.0.1:9")
+    run = endpoint.add(1, 2, "sqlite:///x.db", "ssd")
+    report = interval(1, 1, 3, [500])
+    report.observations = {"disk_io": {"sda.util_pct": 50.0, "sda.r_s": 10.0, "sda.w_s": 5.0},
+                           "host_cpu": {"user": 20.0, "driver": 3.0}}
+    run.interval(report, users=4, offered=100.0)
+    run.step_ended(1, "storage", "sda")
+    for _ in range(2):
+        families = list(endpoint.collect())
+    served = {sample.name for family in families for sample in family.samples}
+    dashboard = json.loads((Path(__file__).parent.parent / "docs" / "grafana" / "tpsbench-dashboard.json").read_text())
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    exprs += [v["query"] for v in dashboard["templating"]["list"] if v["type"] == "query"]
+    asked = {name for expr in exprs for name in re.findall(r"\btpsbench_[a-z_]+", expr)}
+    assert asked and asked <= served, asked - served
+    assert {"tpsbench_transactions_total", "tpsbench_latency_seconds_bucket", "tpsbench_limited_by"} <= asked
