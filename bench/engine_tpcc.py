@@ -148,7 +148,7 @@ def rebuild(server: str, url: str, scale: int = 2) -> None:
 def run_one(server: str, users: int, rampup: float, duration: float, options: dict[str, str] | None = None,
             url: str | None = None, scale: int = 2, every: float = SAMPLE_S, memory_every: int = 0,
             workers: int | None = None, fresh: bool = True, multiplex: bool = True, socket: bool = False,
-            ) -> tuple[Result, RunRecord, Monitor]:
+            interval: float = 10.0, metrics_addr: str | None = None) -> tuple[Result, RunRecord, Monitor]:
     """One step through :func:`tpsbench.run`, watched by a :class:`Monitor`; the result
     of its steady window. ``url``: the database (default: tpsb_eng_tpcc on the
     environment's server, bench/servers.py).
@@ -159,7 +159,8 @@ def run_one(server: str, users: int, rampup: float, duration: float, options: di
     to thousands of pages) and their statistics stale, which turns the planner's
     Stock-Level plan from 1 ms to 0.1-1 s: a database worn by earlier runs measures
     itself, not the driver. Without ``fresh`` the database is built only when missing.
-    ``socket``: the driver connects through the server's Unix socket, not TCP.
+    ``socket``: the driver connects through the server's Unix socket, not TCP. ``interval``
+    and ``metrics_addr``: the run's own (bench/metrics_overhead.py).
     """
     tcp = url or default_url(server, DB)
     url = socket_url(server, tcp) if socket else tcp
@@ -169,9 +170,9 @@ def run_one(server: str, users: int, rampup: float, duration: float, options: di
         open_target(url).ensure_database()  # run() builds into an existing database only
     with tempfile.TemporaryDirectory(prefix="tpsb_eng_") as tmp:
         config = RunConfig(workload="tpcc", url=url, users=[users], rampup_s=rampup, duration_s=duration,
-                           interval_s=10.0, options={"think": "off", **(options or {})}, build_scale=scale,
+                           interval_s=interval, options={"think": "off", **(options or {})}, build_scale=scale,
                            results_url=f"sqlite:///{tmp}/results.db", seed=12345, workers=workers,
-                           multiplex=multiplex)
+                           multiplex=multiplex, metrics_addr=metrics_addr)
         with Monitor(server, database(url), every, memory_every, url) as monitor:
             record = run(config, live=None)
         summary = record.outcome.steps[0].summary

@@ -6,7 +6,7 @@ import signal
 
 import click
 
-from tpsbench.cli.options import format_option, results_option
+from tpsbench.cli.options import format_option, metrics_options, results_option
 from tpsbench.core.errors import EXIT_CODES
 
 
@@ -15,9 +15,11 @@ from tpsbench.core.errors import EXIT_CODES
 @click.option("--concurrent", is_flag=True,
               help="Run every target at the same time (one database per drive, as the storage reviews ran "
                    "them), each target's I/O read from its own devices. Default: one after another.")
+@metrics_options
 @results_option
 @format_option
-def campaign(campaign_file: str, concurrent: bool, results_url: str | None, fmt: str) -> None:
+def campaign(campaign_file: str, concurrent: bool, metrics_addr: str | None, allow_remote: bool,
+             results_url: str | None, fmt: str) -> None:
     """Run one workload on every target of FILE.toml, record the runs under one campaign id,
     and show them side by side; builds first where a target has no build.
 
@@ -36,7 +38,8 @@ def campaign(campaign_file: str, concurrent: bool, results_url: str | None, fmt:
     from tpsbench.report.table import render
 
     outcome = run_campaign(campaign_file, concurrent=concurrent, results_url=results_url,
-                           live=lambda line: click.echo(line, err=True))
+                           live=lambda line: click.echo(line, err=True), metrics_addr=metrics_addr,
+                           allow_remote=allow_remote)
     try:
         runs = outcome.store.campaign_runs(outcome.campaign_id)
     except TpsbenchError:  # no run got as far as being stored: the lines above say why

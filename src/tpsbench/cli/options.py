@@ -58,6 +58,19 @@ format_option = click.option("--format", "fmt", type=click.Choice(["rich", "mark
                              show_default=True, help="Table for the terminal, Markdown for a review, CSV for a sheet.")
 
 
+metrics_options = stack(
+    click.option("--metrics-addr", default=None, metavar="[HOST:]PORT",
+                 help="While it lasts, serve the figures to Prometheus at http://HOST:PORT/metrics (127.0.0.1"
+                      " when only a port is given): transactions, retries and latency histograms per"
+                      " transaction type, the current step and users, and the step observers' latest readings,"
+                      " each sample stamped with its interval's end (a campaign serves all its runs there)."
+                      " Needs the live extra (pip install 'tpsbench[live]')."),
+    click.option("--allow-remote", is_flag=True,
+                 help="Let --metrics-addr bind an address other hosts can reach (the endpoint has no"
+                      " authentication; by default only this host's loopback is accepted)."),
+)
+
+
 def duration_option(name: str, default: str, help: str) -> Decorator:
     """``--NAME DURATION``, its help ending in how a duration is written."""
     return click.option(f"--{name}", default=default, show_default=True, metavar="DURATION",

@@ -17,6 +17,7 @@ from tpsbench.cli.options import (
     WorkloadGroup,
     db_option,
     duration_option,
+    metrics_options,
     note_renamed,
     renamed_option,
     results_option,
@@ -109,6 +110,7 @@ def common_run_options(cls: type[Workload]) -> Decorator:
                           " window, and shown as 'Restart before (s)' in the report and before_step in its JSON); a"
                           " restart that leaves the server down ends the run there, failed, with the steps before"
                           " kept. Without root or on a remote server, cold says so in one line and runs warm."),
+        metrics_options,
         click.option("--seed", type=int, default=None, metavar="SEED",
                      help="Random seed, 0 to 2^63-1 (default: drawn, and stored with the run)."),
         click.option("--force", is_flag=True,
@@ -207,7 +209,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
             storage_file=values["storage_file"], data_path=values["data_path"],
             rates=parse_rates(values["rate"]), arrivals=values["arrivals"], trace_dir=values["trace"],
             cluster=values["cluster"], cluster_workers=cluster_workers(values["cluster"], values["cluster_workers"]),
-            cache=values["cache"],
+            cache=values["cache"], metrics_addr=values["metrics_addr"], allow_remote=values["allow_remote"],
             **campaign_fields(values["campaign"]),
         )
         record = run(config, live=lambda line: click.echo(line, err=True))

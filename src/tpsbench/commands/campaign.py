@@ -32,6 +32,7 @@ from tpsbench.core.campaign import Campaign, load_campaign
 from tpsbench.core import watchdog
 from tpsbench.core.errors import EXIT_CODES
 from tpsbench.core.signals import leave_terminal, listened
+from tpsbench.report.metrics import MetricsEndpoint, loopback_port, metrics_endpoint
 from tpsbench.results.store import ResultsStore
 from tpsbench.workloads import get_workload
 
@@ -95,20 +96,23 @@ class _PassOn:
 
 
 def run_campaign(path: str | Path, *, concurrent: bool = False, results_url: str | None = None,
-                 live: Callable[[str], None] = print) -> CampaignOutcome:
-    """Run every target of the campaign in ``path`` and record them under one campaign id."""
+                 live: Callable[[str], None] = print, metrics_addr: str | None = None,
+                 allow_remote: bool = False) -> CampaignOutcome:
+    """Run every target of the campaign in ``path`` and record them under one campaign id;
+    with ``metrics_addr``, serve every run's figures from that one endpoint."""
     campaign = load_campaign(path)
     get_workload(campaign.workload)  # an unknown workload is one line before anything starts
+    endpoint = metrics_endpoint(metrics_addr, allow_remote)
     store = ResultsStore(results_url)
     pass_on = _PassOn()
-    with pass_on.installed():
+    with pass_on.installed(), (endpoint.start() if endpoint else contextlib.nullcontext()):
         campaign_id = store.start_campaign(campaign.name, campaign.stored())
         outcomes: dict[int, TargetOutcome] = {}
         status = "failed"  # unless the targets' loop says otherwise
         try:
             live(f"campaign {campaign_id}: {len(campaign.targets)} target(s) of {campaign.workload}, "
                  f"{'all at once' if concurrent else 'one after another'}; results in {store.url}")
-            status = _run_targets(campaign, campaign_id, concurrent, results_url, live, pass_on, outcomes)
+            status = _run_targets(campaign, campaign_id, concurrent, results_url, live, pass_on, outcomes, endpoint)
         finally:
             results = [outcomes[n] for n in sorted(outcomes)]
             ended = next((sig for sig, code in EXIT_CODES.items() for o in results if o.exit_code == code), None)
@@ -123,14 +127,15 @@ def run_campaign(path: str | Path, *, concurrent: bool = False, results_url: str
 
 
 def _run_targets(campaign: Campaign, campaign_id: int, concurrent: bool, results_url: str | None,
-                 live: Callable[[str], None], pass_on: _PassOn, outcomes: dict[int, TargetOutcome]) -> str:
+                 live: Callable[[str], None], pass_on: _PassOn, outcomes: dict[int, TargetOutcome],
+                 endpoint: MetricsEndpoint | None) -> str:
     """Start the targets' runs (one after another, or all at once) and wait for them;
     "completed", or "interrupted" once a signal came or a run was interrupted."""
     readers: list[threading.Thread] = []
     for number, target in enumerate(campaign.targets, start=1):
         if pass_on.signal is not None:
             break
-        proc = _start(campaign, number, campaign_id, results_url)
+        proc = _start(campaign, number, campaign_id, results_url, endpoint)
         pass_on.procs.append(proc)
         reader = threading.Thread(target=_relay, args=(proc, target.storage, number, outcomes, live), daemon=True)
         reader.start()
@@ -144,7 +149,8 @@ def _run_targets(campaign: Campaign, campaign_id: int, concurrent: bool, results
     return "interrupted" if pass_on.signal is not None else "completed"
 
 
-def _start(campaign: Campaign, number: int, campaign_id: int, results_url: str | None) -> subprocess.Popen[str]:
+def _start(campaign: Campaign, number: int, campaign_id: int, results_url: str | None,
+           endpoint: MetricsEndpoint | None) -> subprocess.Popen[str]:
     target = campaign.targets[number - 1]
     args = [sys.executable, "-m", "tpsbench", "run", campaign.workload, "--build-if-missing",
             "--scale", str(campaign.scale), "--users", ",".join(map(str, campaign.users)),
@@ -159,6 +165,10 @@ def _start(campaign: Campaign, number: int, campaign_id: int, results_url: str |
         args += ["--data-path", target.data_path]
     if campaign.seed is not None:
         args += ["--seed", str(campaign.seed)]
+    if endpoint is not None:  # the run serves its own, on loopback, and the campaign's serves it on
+        port = loopback_port()
+        args += ["--metrics-addr", f"127.0.0.1:{port}"]
+        endpoint.relay(port)
     env = {**os.environ, "TPSBENCH_DB": target.db}
     if results_url:
         env["TPSBENCH_RESULTS"] = results_url

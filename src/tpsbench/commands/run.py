@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +40,9 @@ from tpsbench.measure.observers import Readings, StepObserver
 from tpsbench.measure.memory import MemoryFit, memory_fit
 from tpsbench.measure.reachability import Reachability, outage_figures
 from tpsbench.measure.reports import clock
-from tpsbench.report.limits import step_verdict
+from tpsbench.measure.reports import IntervalReport
+from tpsbench.commands.step_end import all_failed, finish_step
+from tpsbench.report.metrics import metrics_endpoint
 from tpsbench.results.schema import BEFORE_STEP, STORAGE_LABEL_MOST
 from tpsbench.results.store import ResultsStore, StoreUnwritable
 from tpsbench.targets import open_target
@@ -95,6 +97,10 @@ class RunConfig:
     #: "warm" (say when the database fits in memory), "cached" (that is the point: say
     #: nothing) or "cold" (empty the caches before each step: tpsbench.commands.cache)
     cache: str = "warm"
+    #: serve the run's figures to Prometheus at [HOST:]PORT (tpsbench.report.metrics), and
+    #: whether HOST may be other than this host's loopback
+    metrics_addr: str | None = None
+    allow_remote: bool = False
 
 
 @dataclass
@@ -164,6 +170,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     check_text("the storage label", config.storage, STORAGE_LABEL_MOST)
     check_text("the notes", config.notes)
     check_cache(config.cache)
+    endpoint = metrics_endpoint(config.metrics_addr, config.allow_remote)
     target = open_target(config.url)
     facts = storage_facts(target, config.storage, config.storage_file, config.data_path)
     label = config.storage or (facts.described.name if facts.described else "")
@@ -201,6 +208,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     cluster = _cluster(config, ctx.url, live)
     waiting = Deferred()
     try:
+        if endpoint is not None:
+            endpoint.start()
         plan = plan_run(ctx, wl, steps, workers=config.workers, target=target,
                         beside=sum(o.connections for o in watch), capacity=cluster.capacity if cluster else None)
         _make_trace_dir(trace_dir)
@@ -224,6 +233,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         waiting.release()
         if cluster is not None:
             cluster.close(0.0)
+        if endpoint is not None:
+            endpoint.close()
         raise
     users_by_step = {n: u for n, u in enumerate(config.users, start=1)}
     outcome = RunOutcome(RunStatus.INTERRUPTED, [])
@@ -235,10 +246,20 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     before: dict[str, int] | None = None  # the database's own counts, once read
     seen: list[Readings] = []  # the finished steps' steady readings, for the verdicts' unloaded awaits
 
+    series = endpoint.add(run_id, config.campaign, target.describe(), label) if endpoint else None
+    rates = dict(enumerate(_step_rates(config), start=1))
+
+    def store_interval(report: IntervalReport) -> None:
+        store.add_interval(run_id, report, users_by_step[report.step])
+        if series is not None:
+            series.interval(report, users_by_step[report.step], rates[report.step] or None)
+
     def store_step(result: StepOutcome) -> None:
-        _finish_step(store, run_id, result, live, secrets_of(target.url), config=stored_config, seen=seen,
-                     db_url=target.describe())
+        said = finish_step(store, run_id, result, live, secrets_of(target.url), config=stored_config, seen=seen,
+                            db_url=target.describe())
         kept.append(result.step)
+        if series is not None and said is not None:
+            series.step_ended(result.step, said.kind, said.subject)
 
     def empty(step: int) -> None:  # before each step of a cold run: outside every measured window
         emptied = empty_caches(target, step)
@@ -257,12 +278,12 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         before = _database_counts(wl, target)
         outcome = run_plan(
             plan,
-            on_interval=lambda report: store.add_interval(run_id, report, users_by_step[report.step]),
+            on_interval=store_interval,
             on_step=store_step,
             live=live, observers=watch, transport=cluster, before_step=empty if cache == "cold" else None,
         )
         status = outcome.status.value
-        failed = _all_failed(outcome) if status == "completed" else None
+        failed = all_failed(outcome) if status == "completed" else None
         status = "failed" if failed else status
     except KeyboardInterrupt:  # a second Ctrl-C, or a signal while workers start: what finished is kept
         status = "interrupted"
@@ -272,6 +293,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     finally:
         if cluster is not None:  # run_plan closed it, unless the run ended before it
             cluster.close(0.0)
+        if endpoint is not None:
+            endpoint.close()
         if stopped is not None:  # no step outcome comes back from a run_plan that raised
             honesty: dict[str, Any] = {"match": None, "skipped": f"the run stopped: {stopped}"}
         elif before is None or (status == "interrupted" and not outcome.steps):  # cut short before any step came back
@@ -357,37 +380,6 @@ def plan_line(run_id: int, config: RunConfig, results: str) -> str:
     return (f"run {run_id}: {len(config.users)} step(s) of {', '.join(map(str, config.users))} users, each "
             f"{ramp}{clock(config.duration_s)} measured, a line every {clock(config.interval_s)}: about "
             f"{clock(len(config.users) * (each + 1.0))} in all; results in {results}")
-
-
-def _finish_step(store: ResultsStore, run_id: int, result: StepOutcome, live: Callable[[str], None] | None,
-                 secrets: set[str] | frozenset[str] = frozenset(), *, config: Mapping[str, Any] | None = None,
-                 seen: list[Readings] | None = None, db_url: str = "") -> None:
-    """Store the step; its problems (the load ran short of the plan) are stored and said too.
-    Given the run's stored ``config``, what limited the step is said as well (``seen``: the
-    steady readings of the run's finished steps, to which this step's are added; ``db_url``:
-    the database's, as stored)."""
-    if result.summary is not None:
-        store.finish_step(run_id, result.step, result.summary, observations=result.observations)
-    store.add_problems(run_id, result.step, result.problems)
-    if live is None:
-        return
-    for problem in result.problems:
-        live(f"step {result.step} PROBLEM: {scrub_text(problem, secrets)}")
-    if config is not None and seen is not None and result.summary is not None:
-        said = step_verdict(config, db_url, result.users, result.observations, seen, result.summary)
-        seen.append(result.observations)
-        live(f"step {result.step} limited by: {scrub_text(said.text, secrets)}")
-
-
-def _all_failed(outcome: RunOutcome) -> str | None:
-    """Why a run whose every transaction failed is 'failed', with the first error; None
-    when any committed or rolled back as the workload meant (or none was tried)."""
-    totals = [total for step in outcome.steps if (total := step.total()) is not None]
-    errors = sum(t.total("errors") for t in totals)
-    if errors == 0 or sum(t.total("commits") + t.total("rollbacks") for t in totals) > 0:
-        return None
-    first = next((message for t in totals for _, message in t.errors), "")
-    return f"every transaction failed ({errors:,} errors, none committed){': ' + first if first else ''}"
 
 
 def _database_counts(wl: Workload, target: Target) -> dict[str, int]:

@@ -60,6 +60,7 @@ class _Layout:
         self.high = self.low + self.width - 1
         #: what hdrh uses for the mean (the middle of each counter's range)
         self.mid = self.low + (self.width >> 1)
+        self.mid_float = self.mid.astype(np.float64)
 
     def indexes(self, values: np.ndarray) -> np.ndarray:
         """Counter index of each value (int64, already within range), as hdrh computes it."""
@@ -201,7 +202,18 @@ class LatencyHistogram:
         total = self.count()
         if not total:
             return 0.0
-        return float(np.dot(self._counts.astype(np.float64), _layout().mid.astype(np.float64)) / total)
+        # up to the largest value only, and not np.dot: BLAS threads cost more than they save here
+        top = int(self._h.get_counts_array_index(self._h.max_value)) + 1
+        return float((self._counts[:top].astype(np.float64) * _layout().mid_float[:top]).sum() / total)
+
+    def counts_at_most(self, bounds_us: Iterable[float]) -> list[int]:
+        """How many values are at most each bound, as cumulative buckets count them (a
+        counter is within a bound when the value it reports, its top, is)."""
+        if not self.count():
+            return [0 for _ in bounds_us]
+        cumulative = np.cumsum(self._counts, dtype=np.int64)
+        last = np.searchsorted(_layout().high, np.asarray(list(bounds_us), dtype=np.float64), side="right") - 1
+        return [int(cumulative[i]) if i >= 0 else 0 for i in last]
 
     def percentile(self, p: float) -> float:
         """Value at percentile ``p`` (0..100) in us, the same value hdrh's own search gives."""
