@@ -11,7 +11,7 @@ from tpsbench.cli.options import results_option
 @results_option
 @click.option("--host", default="127.0.0.1", show_default=True, metavar="HOST",
               help="The address to listen on; one that other hosts can reach needs --allow-remote.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8150, show_default=True,
+@click.option("--port", type=click.IntRange(0, 65535), default=8150, show_default=True, metavar="PORT",
               help="The port to listen on (0: any free one, said on start).")
 @click.option("--allow-remote", is_flag=True,
               help="Listen on an address other hosts can reach: the pages have no login and show database "
