@@ -23,9 +23,9 @@ from urllib.parse import urlparse
 import pytest
 
 from conftest import copy_of, unavailable
+from test_html_report import CHROMIUM, _browser  # Debian's chromium, or skip (fail under CI=true)
 from tpsbench.results.store import ResultsStore
 
-CHROMIUM = "/usr/bin/chromium"
 EVIL = "<script>alert(1)</script>"
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")}
 
@@ -70,16 +70,6 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
         server.communicate(timeout=30)
 
 
-def _browser() -> Any:
-    if not Path(CHROMIUM).exists():
-        unavailable("Chromium", f"{CHROMIUM} is missing (apt-get install -y chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as exc:
-        unavailable("Playwright", f"{exc} (pip install playwright)")
-    return sync_playwright
-
-
 def _watch(tab: Any) -> dict[str, Any]:
     """What the run's page shows now."""
     return tab.evaluate("""() => {
@@ -97,7 +87,7 @@ def _watch(tab: Any) -> dict[str, Any]:
 def test_a_run_from_another_process_is_followed_live(served: tuple[str, str], tmp_path: Path,
                                                      built_tpcc_sqlite: Path) -> None:
     results, base = served
-    sync_playwright = _browser()
+    sync_playwright = _browser(unavailable)
     with sync_playwright() as p:
         try:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
@@ -216,3 +206,16 @@ def test_the_viewers_connection_cannot_write(sqlite_url: str) -> None:
     assert viewer.list_runs() == []
     with pytest.raises(sa.exc.OperationalError, match="readonly"), viewer.engine.begin() as conn:
         conn.exec_driver_sql("CREATE TABLE written (a INTEGER)")
+
+
+def test_a_campaign_is_listed_and_has_its_page(served: tuple[str, str]) -> None:
+    results, base = served
+    campaign = ResultsStore(results).start_campaign(EVIL, {"workload": "tpcc"})
+    status, page = _get(f"{base}/campaign/{campaign}")
+    assert status == 200 and EVIL not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    with urllib.request.urlopen(f"{base}/events/listing", timeout=30) as events:
+        line = ""
+        while not line.startswith("data:"):
+            line = events.readline().decode()
+    listed = json.loads(line.removeprefix("data:"))["campaigns"]
+    assert [(c["id"], c["name"], c["status"], c["runs"]) for c in listed] == [(campaign, EVIL, "running", [])]

@@ -24,8 +24,9 @@ import sqlalchemy as sa
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.reports import ALL
-from tpsbench.results.records import Run, run_from_row
-from tpsbench.results.schema import campaigns_table, histograms_table, intervals_table, observations_table, runs_table
+from tpsbench.results.records import Run, StoredInterval, run_from_row
+from tpsbench.results.schema import (COUNTS, campaigns_table, histograms_table, intervals_table, observations_table,
+                                     runs_table)
 from tpsbench.results.store import SQLITE_BUSY_TIMEOUT_S, ResultsStore
 
 #: the device I/O figures a live view shows per interval (the disk_io observer's totals)
@@ -84,22 +85,15 @@ def list_campaigns(store: ResultsStore) -> list[Campaign]:
 
 
 @dataclass
-class LivePoint:
-    """One stored interval as a live view draws it."""
+class LivePoint(StoredInterval):
+    """One stored interval as a live view draws it: with its row id (where the next poll
+    starts), its p99 and the device I/O read over it."""
 
-    id: int
-    step: int
-    interval: int
-    t_start: float
-    t_end: float
-    steady: bool
-    users: int | None
-    tps: float
-    p95_ms: float
+    id: int = 0
     #: None where the interval has no histogram (no transaction finished in it)
-    p99_ms: float | None
+    p99_ms: float | None = None
     #: DEVICE_FIGURES as read over the interval (empty without the disk_io observer)
-    device: dict[str, float]
+    device: dict[str, float] = field(default_factory=dict)
 
 
 def points_after(store: ResultsStore, run_id: int, after: int = 0) -> list[LivePoint]:
@@ -125,7 +119,7 @@ def points_after(store: ResultsStore, run_id: int, after: int = 0) -> list[LiveP
         hist = LatencyHistogram.decode(data) if data else None
         points.append(LivePoint(id=r.id, step=r.step, interval=r.interval, t_start=r.t_start, t_end=r.t_end,
                                 steady=bool(r.steady), users=r.users, tps=r.tps or 0.0, p95_ms=r.p95_ms or 0.0,
-                                p99_ms=hist.percentile(99) / 1000.0 if hist is not None and hist.count() else None,
+                                **{k: getattr(r, k) or 0 for k in COUNTS}, p99_ms=hist.percentile(99) / 1000.0 if hist is not None and hist.count() else None,
                                 device=device.get((r.step, r.interval), {})))
     return points
 

@@ -75,6 +75,13 @@ def make_app(store: ReadOnlyStore, poll_s: float = POLL_S) -> Starlette:
         run = read_run(store, _run_id(request))
         return HTMLResponse(pages.run_page(views.header(run)))
 
+    def campaign(request: Request) -> Response:
+        wanted = _run_id(request, "campaign_id")
+        found = [c for c in list_campaigns(store) if c.id == wanted]
+        if not found:
+            raise TpsbenchError(f"results store {store.url} has no campaign {wanted}")
+        return HTMLResponse(pages.campaign_page(views.campaign_row(found[0], [])))
+
     def run_report(request: Request) -> Response:
         data = store.load_run(_run_id(request))
         return HTMLResponse(to_html([data], histograms=store.load_histogram, title=f"tpsbench run {data.run.id}"))
@@ -115,6 +122,7 @@ def make_app(store: ReadOnlyStore, poll_s: float = POLL_S) -> Starlette:
         Route("/", guarded(index)),
         Route("/static/{name}", guarded(asset)),
         Route("/run/{run_id}", guarded(live)),
+        Route("/campaign/{campaign_id}", guarded(campaign)),
         Route("/report/run/{run_id}", guarded(run_report)),
         Route("/report/campaign/{campaign_id}", guarded(campaign_report)),
         Route("/compare", guarded(comparison)),

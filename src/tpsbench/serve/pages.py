@@ -26,6 +26,13 @@ def _page(title: str, body: str, **data: object) -> str:
             '<script src="/static/serve.js"></script></body></html>\n')
 
 
+TABLES = """<section><h2>Runs</h2><p id="unreadable" class="warn"></p><table id="runs"><thead><tr><th>id</th><th>workload</th>
+<th>storage</th><th>status</th><th>started</th><th>ended</th><th>database</th><th>campaign</th><th></th></tr></thead>
+<tbody></tbody></table></section>
+<section><h2>Campaigns</h2><table id="campaigns"><thead><tr><th>id</th><th>name</th><th>status</th><th>started</th>
+<th>ended</th><th>runs</th><th></th></tr></thead><tbody></tbody></table></section>"""
+
+
 def index_page(store: str) -> str:
     """The listing of runs and campaigns (filled and kept current by the listing events)."""
     return _page("tpsbench results", f"""
@@ -34,11 +41,7 @@ the lists follow it as runs write to it.</p></header>
 <section><h2>Compare two runs</h2>
 <form action="/compare" method="get"><label>run <input name="a" type="number" min="1" required></label>
 <label>with run <input name="b" type="number" min="1" required></label> <button>compare</button></form></section>
-<section><h2>Runs</h2><p id="unreadable" class="warn"></p><table id="runs"><thead><tr><th>id</th><th>workload</th>
-<th>storage</th><th>status</th><th>started</th><th>ended</th><th>database</th><th>campaign</th><th></th></tr></thead>
-<tbody></tbody></table></section>
-<section><h2>Campaigns</h2><table id="campaigns"><thead><tr><th>id</th><th>name</th><th>status</th><th>started</th>
-<th>ended</th><th>runs</th><th></th></tr></thead><tbody></tbody></table></section>
+{TABLES}
 <p id="problem" class="warn"></p>""", page="index")
 
 
@@ -65,6 +68,17 @@ def run_page(header: dict[str, Any]) -> str:
 <tbody></tbody></table></section>"""
     return _page(f"tpsbench run {header['id']}", body, page="run", run=header["id"],
                  plan=json.dumps(header["plan"]))
+
+
+def campaign_page(campaign: dict[str, Any]) -> str:
+    """A campaign followed live: its line and its runs' lines, each run's page a click away."""
+    body = f"""
+<header><p><a href="/">all runs</a> · <a href="/report/campaign/{campaign['id']}">HTML report</a></p>
+<h1>Campaign {campaign['id']}: {_e(campaign['name'])}</h1>
+<p class="note">its lines follow the store as its runs write to it.</p></header>
+{TABLES}
+<p id="problem" class="warn"></p>"""
+    return _page(f"tpsbench campaign {campaign['id']}", body, page="index", campaign=campaign["id"])
 
 
 def error_page(message: str) -> str:

@@ -17,7 +17,7 @@ from tpsbench.results.records import Run, RunData
 
 
 def _when(at: datetime | None) -> str:
-    return f"{at:%Y-%m-%d %H:%M:%S}" if at is not None else ""
+    return f"{at:%Y-%m-%d %H:%M:%S} UTC" if at is not None else ""
 
 
 def run_row(run: Run) -> dict[str, Any]:

@@ -32,20 +32,24 @@
       document.getElementById("problem").textContent = d.error || "";
       if (d.error) return;
       document.getElementById("unreadable").textContent = (d.unreadable || []).join("; ");
+      // a campaign's page shows its own lines only
+      const only = body.dataset.campaign === undefined ? null : Number(body.dataset.campaign);
       const runs = document.querySelector("#runs tbody");
       runs.replaceChildren();
-      for (const r of d.runs) {
+      for (const r of d.runs.filter((r) => only === null || r.campaign === only)) {
         const tr = node("tr", {"data-run": r.id, "class": r.status});
         for (const v of [r.id, r.workload, r.storage, r.status, r.started, r.ended, r.database, r.campaign ?? ""])
           cell(tr, v);
+        if (r.campaign !== null) tr.children[7].replaceChildren(node("a", {href: `/campaign/${r.campaign}`}, r.campaign));
         links(tr, [[`/run/${r.id}`, r.status === "running" ? "live" : "charts"], [`/report/run/${r.id}`, "report"]]);
         runs.appendChild(tr);
       }
       const campaigns = document.querySelector("#campaigns tbody");
       campaigns.replaceChildren();
-      for (const c of d.campaigns) {
+      for (const c of d.campaigns.filter((c) => only === null || c.id === only)) {
         const tr = node("tr", {"data-campaign": c.id, "class": c.status});
         for (const v of [c.id, c.name, c.status, c.started, c.ended]) cell(tr, v);
+        tr.firstChild.replaceChildren(node("a", {href: `/campaign/${c.id}`}, c.id));
         links(tr, c.runs.map((id) => [`/run/${id}`, `run ${id}`]));
         links(tr, c.runs.length ? [[`/report/campaign/${c.id}`, "report"]] : []);
         campaigns.appendChild(tr);
