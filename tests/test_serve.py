@@ -21,9 +21,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
-
 from conftest import copy_of, unavailable
 from test_html_report import CHROMIUM, _browser  # Debian's chromium, or skip (fail under CI=true)
+
 from tpsbench.results.store import ResultsStore
 
 EVIL = "<script>alert(1)</script>"
@@ -127,7 +127,7 @@ def test_a_run_from_another_process_is_followed_live(served: tuple[str, str], tm
                 seen.append(now)
                 assert time.monotonic() < deadline, seen[-3:]
                 tab.wait_for_timeout(250)
-            out, err = run.communicate(timeout=120)
+            _, err = run.communicate(timeout=120)
             assert run.returncode == 0, err
             steps = {int(r.get_attribute("data-step")): (float(r.get_attribute("data-tps")),
                                                          r.query_selector("td:nth-child(3)").text_content())
