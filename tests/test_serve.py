@@ -196,6 +196,16 @@ def test_refusals_are_one_line(tmp_path: Path, sqlite_url: str) -> None:
     assert not (tmp_path / "none.db").exists()
 
 
+def test_without_the_live_extra_it_says_how_to_get_it(sqlite_url: str, tmp_path: Path) -> None:
+    ResultsStore(sqlite_url)
+    hidden = "import sys; sys.modules.update(uvicorn=None, sse_starlette=None); from tpsbench.cli.main import main; "
+    proc = subprocess.run([sys.executable, "-c", hidden + f"main(['serve', '--results', {sqlite_url!r}])"],
+                          cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert proc.stderr == ("tpsbench: error: tpsbench serve needs the live extra: pip install 'tpsbench[live]' "
+                           "(uvicorn, sse_starlette missing)\n")
+
+
 def test_the_viewers_connection_cannot_write(sqlite_url: str) -> None:
     import sqlalchemy as sa
 

@@ -7,7 +7,7 @@ and have no login; another host sees them only when asked for with ``--allow-rem
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import ipaddress
 import socket
 from collections.abc import Callable
@@ -21,7 +21,12 @@ MISSING_EXTRA = "tpsbench serve needs the live extra: pip install 'tpsbench[live
 
 def check_extra() -> None:
     """Refuse in one line when a library of the ``live`` extra is not installed."""
-    missing = [name for name in LIVE_MODULES if importlib.util.find_spec(name) is None]
+    missing = []
+    for name in LIVE_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
     if missing:
         raise TpsbenchError(f"{MISSING_EXTRA} ({', '.join(missing)} missing)")
 
