@@ -134,7 +134,9 @@ def make_app(store: ReadOnlyStore, poll_s: float = POLL_S) -> Starlette:
 async def _follow(store: ReadOnlyStore, run_id: int, poll_s: float) -> AsyncIterator[dict[str, str]]:
     """Events of one run: ``points`` (new intervals, where the run is, the time left) as
     they are stored, then ``end`` with each step's steady figures once it has ended."""
-    after, starts, step, last_end = 0, {}, None, 0.0
+    after, last_end = 0, 0.0
+    starts: dict[int, float] = {}  # each step's first interval's start: where its marker goes
+    step: int | None = None
     while True:
         run = await run_in_threadpool(read_run, store, run_id)
         points = await run_in_threadpool(points_after, store, run_id, after)

@@ -23,6 +23,7 @@
     const m = Math.floor(s / 60), r = Math.round(s % 60);
     return m ? `${m} min ${r} s` : `${r} s`;
   }
+  function users(n) { return n === null || n === undefined ? "? users" : `${n} user${Number(n) === 1 ? "" : "s"}`; }
   function fixed(v, digits) { return v === null || v === undefined ? "" : Number(v).toFixed(digits); }
 
   function index() {
@@ -97,7 +98,7 @@
       const t0 = points.length ? points[0].t_start : 0;
       const at = (key) => points.map((p) => [p.t_end - t0, key(p)]);
       const markers = Object.entries(starts).map(([s, t]) =>
-        [t - t0, `step ${s}: ${plan.users[s - 1] ?? "?"} users`, Number(s) === step]);
+        [t - t0, `step ${s}: ${users(plan.users[s - 1])}`, Number(s) === step]);
       chart(document.getElementById("chart-tps"), [{name: "TPS", values: at((p) => p.tps)}], markers);
       chart(document.getElementById("chart-latency"), [{name: "p95", values: at((p) => p.p95_ms)},
                                                        {name: "p99", values: at((p) => p.p99_ms)}], markers);
@@ -115,8 +116,8 @@
       const where = document.getElementById("step");
       if (step !== null) {
         const last = points[points.length - 1];
-        where.textContent = `step ${step} of ${plan.users.length} (${last.users ?? "?"} users), ` +
-                            `interval ${last.interval}${last.steady ? "" : " (ramp-up)"}`;
+        where.textContent = `step ${step} of ${plan.users.length} (${users(last.users)}), ` +
+                            `interval ${last.interval}${last.steady ? "" : " (outside the steady window)"}`;
         where.setAttribute("data-step", step);
       }
       document.getElementById("left").textContent = seconds(d.left_s);
