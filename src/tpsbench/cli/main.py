@@ -18,6 +18,7 @@ from tpsbench.cli import campaign as cli_campaign
 from tpsbench.cli import plan as cli_plan
 from tpsbench.cli import report as cli_report
 from tpsbench.cli import run as cli_run
+from tpsbench.cli import serve as cli_serve
 from tpsbench.cli.options import db_option
 from tpsbench.core.errors import (EXIT_CODES, SAID, CheckFailed, TpsbenchError, interruption_for, signal_of,
                                   take_signal)
@@ -113,7 +114,7 @@ def presets(workload: str) -> None:
 
 
 for _command in (cli_build.build, cli_build.size, cli_run.run, cli_report.report, cli_report.compare,
-                 cli_report.runs, cli_campaign.campaign, cli_plan.plan):
+                 cli_report.runs, cli_campaign.campaign, cli_plan.plan, cli_serve.serve):
     cli.add_command(_command)
 
 
