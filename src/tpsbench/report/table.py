@@ -36,6 +36,7 @@ from tpsbench.measure.host_cpu import HostCpu
 from tpsbench.measure.reachability import Reachability
 from tpsbench.measure.summary import SteadySummary, TxnSummary
 from tpsbench.report.limits import limit_rows, verdict_lines
+from tpsbench.report.steadiness import steady_rows
 from tpsbench.results.records import RunData
 from tpsbench.results.schema import BEFORE_STEP, PROBLEM
 from tpsbench.workloads import workload_classes
@@ -220,7 +221,7 @@ def _rows(data: RunData, summaries: Sequence[SteadySummary], txns: bool) -> list
 def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list[str]]]:
     """What the step observers read over each step's steady window: each row where the run
     has readings of it (outages only where a step had one: a clean run's table stays short),
-    what limited each step first and the I/O per transaction last (tpsbench.report.limits)."""
+    what limited each step and whether it was steady first, the I/O per transaction last."""
     readings = {label: data.readings(step) for label, step in steps.items()}
     rows = []
     for name, observer, figures, scale, fmt, if_any in OBSERVER_ROWS:
@@ -229,7 +230,7 @@ def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list
         if values and (any(values.values()) or not if_any):
             rows.append((name, [fmt(values[label]) if label in values else "" for label in steps]))
     limited, per_txn = limit_rows(data, steps, _ms)
-    return limited + rows + _worker_host_rows(readings) + per_txn
+    return limited + steady_rows(data, steps) + rows + _worker_host_rows(readings) + per_txn
 
 
 #: (row label, host_cpu figure, value shown) of each worker host's rows
