@@ -27,7 +27,8 @@ STEADY_ROW = "Steady state (SNIA)"
 SERIES = (("tps", "TPS", lambda i: i.tps), ("p95_ms", "p95", lambda i: i.p95_ms))
 
 
-def _steady_intervals(data: RunData, step: int) -> list[StoredInterval]:
+def steady_intervals(data: RunData, step: int) -> list[StoredInterval]:
+    """A step's steady intervals in order: the series its figures are judged by."""
     return sorted((i for i in data.intervals if i.step == step and i.steady), key=lambda i: i.interval)
 
 
@@ -57,7 +58,7 @@ def steady_rows(data: RunData, steps: Mapping[str, int]) -> list[tuple[str, list
     if not data.intervals:
         return []
     finished = {s.step for s in data.steps if s.summary is not None}
-    cells = [steady_text(_steady_intervals(data, n)) if n in finished else "" for n in steps.values()]
+    cells = [steady_text(steady_intervals(data, n)) if n in finished else "" for n in steps.values()]
     return [(STEADY_ROW, cells)] if any(cells) else []
 
 
@@ -67,7 +68,7 @@ def _percent(share: float) -> float | None:
 
 def steady_state_json(data: RunData, step: int) -> dict[str, Any]:
     """A finished step's ``steady_state`` in the JSON export (see the module docstring)."""
-    intervals = _steady_intervals(data, step)
+    intervals = steady_intervals(data, step)
     found = judged(intervals)
     series: dict[str, Any] = {key: None if found is None else {
         "range_pct": _percent(found[key].range_share), "slope_pct": _percent(found[key].slope_share),
