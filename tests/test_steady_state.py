@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -84,21 +85,31 @@ def test_the_json_export_carries_the_judgement_and_keeps_its_schema() -> None:
     assert conforms(older) == []
 
 
+@pytest.fixture(scope="module")
+def two_real_runs(built_tpcc_sqlite: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """Two short TPC-C runs on SQLite through the CLI (storage A, then B), 3 s a step at
+    0.5 s intervals: six steady intervals a step. (folder, results URL)"""
+    folder = tmp_path_factory.mktemp("steady")
+    results = f"sqlite:///{folder / 'results.db'}"
+    for storage in ("A", "B"):
+        done = tpsbench("run", "tpcc", "--db", copy_of(built_tpcc_sqlite, folder), "--users", "1,2", "--rampup",
+                        "0.5s", "--duration", "3s", "--interval", "0.5s", "--think", "off", "--storage", storage,
+                        "--results", results, cwd=folder)
+        assert done.returncode == 0, done.stderr
+    return folder, results
+
+
 @pytest.mark.slow
-def test_a_real_short_sqlite_run_reports_its_steady_state(built_tpcc_sqlite: Path, tmp_path: Path) -> None:
-    """3 s at 0.5 s intervals: six steady intervals, the last five judged, in every format."""
-    results = f"sqlite:///{tmp_path / 'results.db'}"
-    done = tpsbench("run", "tpcc", "--db", copy_of(built_tpcc_sqlite, tmp_path), "--users", "1,2", "--rampup",
-                    "0.5s", "--duration", "3s", "--interval", "0.5s", "--think", "off", "--results", results,
-                    cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    (listed,) = ResultsStore(results, create=False).list_runs()
-    data = ResultsStore(results, create=False).load_run(listed.id)
+def test_a_real_short_sqlite_run_reports_its_steady_state(two_real_runs: tuple[Path, str]) -> None:
+    """The last five of each step's steady intervals judged, the same in every format."""
+    folder, results = two_real_runs
+    store = ResultsStore(results, create=False)
+    data = store.load_run(max(r.id for r in store.list_runs()))
     expected = [steady_state_json(data, s.step)["text"] for s in sorted(data.steps, key=lambda s: s.users)]
     assert all(t == "steady" or t.startswith("not steady (") for t in expected), expected
 
     def report(fmt: str) -> str:
-        out = tpsbench("report", "--results", results, "--format", fmt, cwd=tmp_path)
+        out = tpsbench("report", "--results", results, "--format", fmt, cwd=folder)
         assert out.returncode == 0, out.stderr
         return out.stdout
 
@@ -109,3 +120,14 @@ def test_a_real_short_sqlite_run_reports_its_steady_state(built_tpcc_sqlite: Pat
     doc = json.loads(report("json"))
     assert [s["steady_state"]["text"] for s in doc["runs"][0]["steps"]] == expected and conforms(doc) == []
     assert STEADY_ROW in report("rich") and f"<th scope=\"row\" class=\"text\">{STEADY_ROW}</th>" in report("html")
+
+
+@pytest.mark.slow
+def test_compare_of_real_runs_states_the_tps_interval(two_real_runs: tuple[Path, str]) -> None:
+    folder, results = two_real_runs
+    out = tpsbench("compare", "A", "B", "--results", results, cwd=folder)
+    assert out.returncode == 0, out.stderr
+    last = out.stdout.splitlines()[-1]
+    assert re.match(r"B vs A at 2 users: [+-]\d+% TPS \(95% CI [+-]\d+(\.\d+)?% to [+-]\d+(\.\d+)?%"
+                    r"(: within the noise)?\), ", last), last
+    assert re.search(r"^\|\s+\| TPS 95% CI +\| +\d+\.\d\d-\d+\.\d\dx +\|", out.stdout, re.MULTILINE), out.stdout
