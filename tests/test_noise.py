@@ -63,7 +63,7 @@ def test_a_difference_whose_interval_holds_one_is_within_the_noise() -> None:
 def test_too_few_intervals_are_said_instead_of_an_interval() -> None:
     c = compare([steady_run([SLOW[:4]], storage="A"), steady_run([FAST[:2]], storage="B")])
     (line,) = summary_lines(c)
-    assert line.startswith("B vs A at 10 users: +59% TPS (no 95% CI: 2 and 4 steady intervals, 3 needed in each)")
+    assert line.startswith("B vs A at 10 users: +59% TPS (no 95% CI from 2 and 4 steady intervals: 3 needed in each)")
     row = [cell.strip() for cell in to_text(c).splitlines()[5].split("|")[1:-1]]
     assert row == ["", TPS_CI, "too few intervals", "too few intervals"]
 

@@ -25,7 +25,13 @@ from dataclasses import dataclass
 
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.measure.summary import SteadySummary
-from tpsbench.report.noise import Noise, noise_cell, noise_text, overall_noise, tps_noise
+from tpsbench.report.noise import (
+    Noise,
+    noise_cell,
+    noise_text,
+    overall_noise,
+    tps_noise,
+)
 from tpsbench.report.steadiness import steady_intervals
 from tpsbench.report.table import OBSERVER_ROWS, ROWS, run_labels
 from tpsbench.results.records import RunData, StoredStep

@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tpsbench.measure.batch_means import LEAST, LEVEL, LogSpread, interval, log_ratio_spread, mean_of_logs
+from tpsbench.measure.batch_means import (
+    LEAST,
+    LEVEL,
+    LogSpread,
+    interval,
+    log_ratio_spread,
+    mean_of_logs,
+)
 
 
 @dataclass(frozen=True)
@@ -76,12 +83,13 @@ def percents(low: float, high: float) -> tuple[str, str]:
 
 def noise_text(noise: Noise) -> str:
     """What the review's sentence says after a TPS ratio, in parentheses: "95% CI +55% to
-    +69%", with ": within the noise" where it holds 1.0, or why there is no interval."""
+    +69%", with ": within the noise" where it holds 1.0, or why there is no interval (no
+    comma: the sentence separates its ratios by commas)."""
     level = f"{LEVEL:.0%} CI"
     if noise.low is None or noise.high is None:
         if noise.counts is None:
             return f"no {level}: too few steady intervals at some user load"
-        return f"no {level}: {noise.counts[0]} and {noise.counts[1]} steady intervals, {LEAST} needed in each"
+        return f"no {level} from {noise.counts[0]} and {noise.counts[1]} steady intervals: {LEAST} needed in each"
     low, high = percents(noise.low, noise.high)
     return f"{level} {low} to {high}" + (": within the noise" if noise.within else "")
 
