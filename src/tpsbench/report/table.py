@@ -221,7 +221,7 @@ def _rows(data: RunData, summaries: Sequence[SteadySummary], txns: bool) -> list
 def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list[str]]]:
     """What the step observers read over each step's steady window: each row where the run
     has readings of it (outages only where a step had one: a clean run's table stays short),
-    what limited each step and whether it was steady first, the I/O per transaction last."""
+    what limited each step first and the I/O per transaction last (tpsbench.report.limits)."""
     readings = {label: data.readings(step) for label, step in steps.items()}
     rows = []
     for name, observer, figures, scale, fmt, if_any in OBSERVER_ROWS:
