@@ -15,6 +15,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -216,8 +217,11 @@ def test_compare_a_campaign_says_it_as_a_review_with_the_stores_figures(
     at = {row: other[("pool MariaDB", "3")][row] / base[("pool <PG>", "3")][row] for row in ("TPS", "avg (ms)")}
     sentence = result.stdout.rstrip().splitlines()[-1]
     assert sentence.startswith("pool MariaDB vs pool <PG> at 3 users: ")  # the baseline named, the largest load
-    said = dict(reversed(part.split(" ", 1)) for part in sentence.split(": ", 1)[1].split(", "))
+    parts = [re.fullmatch(r"([+-]\d+%) ([^(]+?)(?: \((.+)\))?", part) for part in sentence.split(": ", 1)[1].split(", ")]
+    said = {m[2]: m[1] for m in parts if m is not None}
     assert said["TPS"] == f"{round((at['TPS'] - 1) * 100):+d}%"
+    ci = next(m[3] for m in parts if m is not None and m[2] == "TPS")  # 4 steady intervals a step: enough
+    assert re.fullmatch(r"95% CI [+-]\d+(\.\d+)?% to [+-]\d+(\.\d+)?%(: within the noise)?", ci), ci
     assert said["avg latency"] == f"{round((at['avg (ms)'] - 1) * 100):+d}%"
     ratios = next(line for line in result.stdout.splitlines() if line.startswith("| pool MariaDB vs pool <PG>"))
     cells = [c.strip() for c in ratios.strip("|").split("|")]

@@ -56,7 +56,10 @@ def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str,
 
     Each block has the user loads across and TPS, response time in seconds, the latency
     percentiles, the workload's metric (tpmC), errors, what limited each step ("Limited
-    by": storage, server CPU, driver CPU, locks, ...), the I/O, host CPU and database
+    by": storage, server CPU, driver CPU, locks, ...), whether it reached steady state by
+    the SNIA criterion ("Steady state (SNIA)": over the last 5 steady intervals, TPS and p95
+    each within 20% max - min and 10% least-squares slope of their average; "too few
+    intervals to judge" below 5), the I/O, host CPU and database
     counters read beside each step and the I/O per transaction; then what the data cannot
     support, as warnings (with two runs or more: that no step was limited by storage, in
     every format: on stderr for markdown, csv and json).
@@ -116,8 +119,14 @@ def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: 
 
     Each RUN_OR_LABEL is a run id or a storage label (its latest completed run); without
     any, every label in the store. The last lines say it as a review does:
-    "H810 vs H800 at 300 users: +62% TPS, +123% IOPS, -35% avg latency", and a warning
-    when no compared step was limited by storage (the difference is then not the storage's).
+    "H810 vs H800 at 300 users: +62% TPS (95% CI +55% to +69%), +123% IOPS, -35% avg
+    latency", and a warning when no compared step was limited by storage (the difference
+    is then not the storage's).
+
+    Every TPS ratio carries its 95% confidence interval, from the two steps' steady
+    intervals cut into 5 batches (batch means absorb one interval's noise carrying into the
+    next); a difference whose interval holds 1.0 is "within the noise". A step needs 3
+    steady intervals or more for one: run steps longer, or with a shorter --interval.
 
     \b
       tpsbench compare "RAID10 10K SAS" "RAID10 8x SSHD"

@@ -1,3 +1,4 @@
 """Measurement: latency histograms, what users record, interval reports and step
-summaries, and the step observers that read beside every step (host CPU).
+summaries, the step observers that read beside every step (host CPU), and the statistics
+of interval series (SNIA steady state, batch-means confidence intervals).
 """

@@ -11,7 +11,10 @@ as even (an arithmetic mean of ratios would call that a 25% gain).
 
 A run that ran a user load more than once is compared at its first step of that load
 (the column the table labels plainly). Every figure is the steady window's, as in the
-report table (tpsbench.report.table, whose row definitions are used here).
+report table (tpsbench.report.table, whose row definitions are used here). Every TPS
+ratio carries its 95% confidence interval from the two steps' steady intervals
+(tpsbench.report.noise), so that a difference the runs' own noise could make is said to
+be one.
 """
 
 from __future__ import annotations
@@ -22,8 +25,16 @@ from dataclasses import dataclass
 
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.measure.summary import SteadySummary
+from tpsbench.report.noise import (
+    Noise,
+    noise_cell,
+    noise_text,
+    overall_noise,
+    tps_noise,
+)
+from tpsbench.report.steadiness import steady_intervals
 from tpsbench.report.table import OBSERVER_ROWS, ROWS, run_labels
-from tpsbench.results.records import RunData
+from tpsbench.results.records import RunData, StoredStep
 
 #: the report table's rows of step figures: row label -> value of a step summary
 _GETTERS = {name: get for name, get, _ in ROWS}
@@ -36,6 +47,8 @@ THROUGHPUTS = ("tps", "iops")
 #: IOPS as the report table reads it: (observer, figures summed, scale)
 _IOPS_OBSERVER, _IOPS_FIGURES, _IOPS_SCALE = next(r[1:4] for r in OBSERVER_ROWS if r[0] == "IOPS")
 
+#: the ratio table's row of the TPS ratios' confidence intervals
+TPS_CI = "TPS 95% CI"
 #: metric -> value (None: not measured in that run)
 Figures = dict[str, float | None]
 
@@ -49,6 +62,8 @@ class Load:
     figures: list[Figures | None]
     #: per configuration: metric -> its figure / the baseline's (None where either is missing or the baseline's is 0)
     ratios: list[Figures]
+    #: per configuration: its TPS ratio's confidence interval (None: the baseline, or no ratio)
+    tps_noise: list[Noise | None]
 
 
 @dataclass
@@ -61,6 +76,8 @@ class Comparison:
     loads: list[Load]
     #: per configuration: metric -> geometric mean of its ratios over the loads (None: no ratio)
     overall: list[Figures]
+    #: per configuration: the overall TPS ratio's confidence interval
+    overall_noise: list[Noise | None]
 
 
 def _figures(data: RunData, step: int, summary: SteadySummary) -> Figures:
@@ -70,12 +87,12 @@ def _figures(data: RunData, step: int, summary: SteadySummary) -> Figures:
     return {key: iops if key == "iops" else _GETTERS[row](summary) for key, _, row in METRICS}
 
 
-def _by_users(data: RunData) -> dict[int, Figures]:
-    """Figures per user load: each load's first finished step."""
-    out: dict[int, Figures] = {}
+def _first_steps(data: RunData) -> dict[int, StoredStep]:
+    """Each user load's first finished step."""
+    out: dict[int, StoredStep] = {}
     for step in sorted(data.steps, key=lambda s: s.step):
         if step.summary is not None and step.users not in out:
-            out[step.users] = _figures(data, step.step, step.summary)
+            out[step.users] = step
     return out
 
 
@@ -117,7 +134,11 @@ def compare(runs: Sequence[RunData], baseline: int = 0) -> Comparison:
     check_comparable(runs)
     if not 0 <= baseline < len(runs):
         raise ValueError(f"baseline must be the index of one of the {len(runs)} runs, not {baseline}")
-    per_run = [_by_users(data) for data in runs]
+    steps = [_first_steps(data) for data in runs]
+    per_run = [{users: _figures(data, s.step, s.summary) for users, s in found.items() if s.summary is not None}
+               for data, found in zip(runs, steps)]
+    tps = [{users: [i.tps for i in steady_intervals(data, s.step)] if data.intervals else None
+            for users, s in found.items()} for data, found in zip(runs, steps)]
     base = per_run[baseline]
     shared = sorted(u for u in base if any(u in other for i, other in enumerate(per_run) if i != baseline))
     loads = []
@@ -125,11 +146,15 @@ def compare(runs: Sequence[RunData], baseline: int = 0) -> Comparison:
         figures = [found.get(users) for found in per_run]
         ratios = [{key: _ratio(f.get(key), base[users][key]) for key, _, _ in METRICS} if f is not None
                   else dict.fromkeys(base[users]) for f in figures]
-        loads.append(Load(users=users, figures=figures, ratios=ratios))
+        noise = [tps_noise(ratio["tps"], tps[baseline][users], tps[i][users]) if i != baseline and f is not None
+                 else None for i, (f, ratio) in enumerate(zip(figures, ratios))]
+        loads.append(Load(users=users, figures=figures, ratios=ratios, tps_noise=noise))
     overall = [{key: _geomean([r for load in loads if (r := load.ratios[i][key]) is not None])
                 for key, _, _ in METRICS} for i in range(len(runs))]
+    noise = [overall_noise(overall[i]["tps"], [load.tps_noise[i] for load in loads if load.ratios[i]["tps"]])
+             if i != baseline else None for i in range(len(runs))]
     return Comparison(labels=run_labels(runs), run_ids=[data.run.id for data in runs], baseline=baseline,
-                      loads=loads, overall=overall)
+                      loads=loads, overall=overall, overall_noise=noise)
 
 
 def _percent(ratio: float) -> str:
@@ -144,8 +169,9 @@ def users_text(n: int) -> str:
 
 def summary_lines(comparison: Comparison) -> list[str]:
     """One sentence per configuration other than the baseline, at the largest user load
-    both ran: "H810 vs H800 at 300 users: +62% TPS, +123% IOPS, -35% avg latency"
-    (metrics that either run lacks are left out)."""
+    both ran: "H810 vs H800 at 300 users: +62% TPS (95% CI +55% to +69%), +123% IOPS, -35%
+    avg latency" (metrics that either run lacks are left out; the TPS ratio with its
+    interval, "within the noise" where it holds 1.0, or why it has none)."""
     base = comparison.labels[comparison.baseline]
     lines = []
     for i, label in enumerate(comparison.labels):
@@ -167,7 +193,8 @@ def _said(load: Load, i: int, baseline: int, key: str, name: str) -> str:
     transaction gave: nothing)."""
     ratio = load.ratios[i][key]
     if ratio is not None:
-        return f"{_percent(ratio)} {name}"
+        noise = load.tps_noise[i] if key == "tps" else None
+        return f"{_percent(ratio)} {name}" + (f" ({noise_text(noise)})" if noise is not None else "")
     mine, base = load.figures[i], load.figures[baseline]
     if key in THROUGHPUTS and mine is not None and base is not None and mine.get(key) is not None \
             and base.get(key) == 0:
@@ -191,6 +218,9 @@ def to_text(comparison: Comparison) -> str:
         block = [[name, *cells] for key, name, _ in METRICS
                  if any(cells := [*(_cell(load.ratios[i][key]) for load in comparison.loads),
                                   _cell(comparison.overall[i][key])])]
+        ci = [noise_cell(load.tps_noise[i]) for load in comparison.loads] + [noise_cell(comparison.overall_noise[i])]
+        if any(ci):
+            block.insert(1, [TPS_CI, *ci])
         rows += [[f"{label} vs {base}" if n == 0 else "", *row] for n, row in enumerate(block)]
     rows = [[cell.replace("|", "\\|") for cell in row] for row in [header, *rows]]
     widths = [max(len(row[c]) for row in rows) for c in range(len(header))]
@@ -201,5 +231,5 @@ def to_text(comparison: Comparison) -> str:
 
     rule = "|" + "|".join("-" * (w + 1) + (":" if c >= 2 else "-") for c, w in enumerate(widths)) + "|"
     title = (f"Ratios against {base}; latency below 1.00x is better; overall: geometric mean over the "
-             "user loads")
+             f"user loads; {TPS_CI}: from the steps' steady intervals (batch means)")
     return "\n".join([title, "", line(rows[0]), rule, *(line(row) for row in rows[1:])]) + "\n"

@@ -62,7 +62,11 @@ and per committed transaction of the workload's headline type under its name, e.
 wal_bytes (PostgreSQL) or redo_bytes (MariaDB, MySQL); only the figures the step read);
 ``errors`` (list of {"txn", "count", "message"}: transactions that failed, by message,
 over the whole step); ``problems`` (list of str: the engine's, e.g. the load ran short of
-its plan); ``intervals`` (list of Interval, ramp-up and tail included); ``histograms``
+its plan); ``intervals`` (list of Interval, ramp-up and tail included); ``steady_state``
+(whether the step reached SNIA steady state, tpsbench.report.steadiness: ``window``,
+``intervals``, ``steady`` (null: too few intervals), ``text``, and ``tps``, ``p95_ms``
+with ``range_pct``, ``slope_pct``, ``steady``; null where the step did not finish; an
+optional key, added within version 2: documents written before it lack it); ``histograms``
 (only when exported with them: transaction or "*" (all) -> HdrHistogram V2 encoding of
 the steady window's latencies in microseconds, "HISTFAAA...").
 
@@ -118,6 +122,7 @@ from tpsbench.measure.bottleneck import Verdict
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.reports import ALL
 from tpsbench.report.limits import run_verdicts, step_io
+from tpsbench.report.steadiness import steady_state_json
 from tpsbench.report.table import main_metric, run_labels
 from tpsbench.results.records import RunData, StoredInterval, StoredStep
 from tpsbench.results.schema import BEFORE_STEP, PROBLEM
@@ -185,6 +190,7 @@ def _step(data: RunData, number: int, record: StoredStep | None, readings: Readi
            "errors": [{"txn": e.txn, "count": e.count, "message": e.message} for e in errors if e.txn != PROBLEM],
            "problems": [e.message for e in errors if e.txn == PROBLEM],
            "intervals": [_interval(i, readings) for i in intervals]}
+    out["steady_state"] = steady_state_json(data, number) if summary is not None else None
     if histograms is not None:
         out["histograms"] = {txn: h.encode().decode("ascii") for txn, h in histograms.items()}
     return out

@@ -36,6 +36,7 @@ from tpsbench.measure.host_cpu import HostCpu
 from tpsbench.measure.reachability import Reachability
 from tpsbench.measure.summary import SteadySummary, TxnSummary
 from tpsbench.report.limits import limit_rows, verdict_lines
+from tpsbench.report.steadiness import steady_rows
 from tpsbench.results.records import RunData
 from tpsbench.results.schema import BEFORE_STEP, PROBLEM
 from tpsbench.workloads import workload_classes
@@ -233,7 +234,7 @@ def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list
     if any("down_s" in figures for figures in before.values()):  # --cache cold: each step's restart before it
         rows.append(("Restart before (s)", [_one(f["down_s"]) if "down_s" in f else "" for f in before.values()]))
     limited, per_txn = limit_rows(data, steps, _ms)
-    return limited + rows + _worker_host_rows(readings) + per_txn
+    return limited + steady_rows(data, steps) + rows + _worker_host_rows(readings) + per_txn
 
 
 #: (row label, host_cpu figure, value shown) of each worker host's rows
