@@ -210,3 +210,13 @@ def test_the_grafana_dashboard_asks_only_for_what_the_endpoint_serves() -> None:
     asked = {name for expr in exprs for name in re.findall(r"\btpsbench_[a-z_]+", expr)}
     assert asked and asked <= served, asked - served
     assert {"tpsbench_transactions_total", "tpsbench_latency_seconds_bucket", "tpsbench_limited_by"} <= asked
+
+
+def test_without_the_live_extra_metrics_addr_says_how_to_get_it(tmp_path: Path) -> None:
+    hidden = "import sys; sys.modules.update(prometheus_client=None); from tpsbench.cli.main import main; "
+    proc = subprocess.run([sys.executable, "-c", hidden + "main(['run', 'tpcc', '--metrics-addr', '9464'])"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == ["tpsbench: error: --metrics-addr needs prometheus-client, which is "
+                                                "not installed: pip install 'tpsbench[live]'"]
+    assert not (tmp_path / "tpsbench-results.db").exists()
