@@ -1,5 +1,5 @@
-"""``tpsbench serve`` through the real CLI: a run started by another process is followed
-live in Chromium (its chart gains points, its step marker moves, its end shows the
+"""``tpsbench serve`` through the real CLI: a campaign started by another process is
+followed live in Chromium (its chart gains points, its step marker moves, its end shows the
 report's figures), with every request off 127.0.0.1 stopped; what users typed shows as
 text; the store is never written (every page read after the run leaves its file as it
 was); and the refusals are one line each.
@@ -84,7 +84,7 @@ def _watch(tab: Any) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-def test_a_run_from_another_process_is_followed_live(served: tuple[str, str], tmp_path: Path,
+def test_a_campaign_from_another_process_is_followed_live(served: tuple[str, str], tmp_path: Path,
                                                      built_tpcc_sqlite: Path) -> None:
     results, base = served
     sync_playwright = _browser(unavailable)
@@ -112,14 +112,17 @@ def test_a_run_from_another_process_is_followed_live(served: tuple[str, str], tm
             tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
             tab.on("pageerror", lambda e: problems.append(str(e)))
             tab.goto(base + "/")
-            run = subprocess.Popen(
-                [sys.executable, "-m", "tpsbench", "run", "tpcc", "--db", copy_of(built_tpcc_sqlite, tmp_path),
-                 "--results", results, "--users", "1,2", "--rampup", "1s", "--duration", "6s", "--interval", "1s",
-                 "--think", "off", "--storage", EVIL], cwd=tmp_path, env=ENV,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            (tmp_path / "live.toml").write_text(
+                'name = "live"\nworkload = "tpcc"\nscale = 1\nusers = [1, 2]\nrampup = "1s"\nduration = "6s"\n'
+                f'interval = "1s"\n[[target]]\ndb = "{copy_of(built_tpcc_sqlite, tmp_path)}"\n'
+                f'storage = {json.dumps(EVIL)}\n')
+            run = subprocess.Popen([sys.executable, "-m", "tpsbench", "campaign", "live.toml", "--results", results],
+                                   cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            tab.wait_for_selector("#campaigns tbody tr.running", timeout=120_000)
             row = tab.wait_for_selector("#runs tbody tr.running", timeout=120_000)
             run_id = int(row.get_attribute("data-run"))
             assert row.query_selector("td:nth-child(3)").text_content() == EVIL
+            assert row.query_selector("td:nth-child(8)").text_content() == "1"  # the campaign's
             tab.goto(f"{base}/run/{run_id}")
             seen = []
             deadline = time.monotonic() + 180
