@@ -11,6 +11,7 @@ figures. prometheus-client is optional (the ``live`` extra).
 
 from __future__ import annotations
 
+import http.server
 import ipaddress
 import socket
 import threading
@@ -98,6 +99,8 @@ class RunMetrics:
         self._at: float | None = None
         self._pending: deque[list[Any]] = deque(maxlen=PENDING_MOST)
         self._shown: list[Any] = []
+        #: how often a scrape got new figures: the endpoint formats its text again only then
+        self.version = 0
         self._prometheus = _prometheus()
 
     def interval(self, report: IntervalReport, users: int, offered: float | None = None) -> None:
@@ -138,6 +141,7 @@ class RunMetrics:
         with self._lock:
             if self._pending:
                 self._shown = self._pending.popleft()
+                self.version += 1
             return self._shown
 
     @property
@@ -208,11 +212,13 @@ class RelayedRun:
         self._parse = prometheus.parser.text_string_to_metric_families
         self._last: list[Any] = []
         self.unscraped = False
+        self.version = 0
 
     def scrape(self) -> list[Any]:
         try:
             with urllib.request.urlopen(self.url, timeout=RELAY_TIMEOUT_S) as answer:
                 self._last = list(self._parse(answer.read().decode()))
+                self.version += 1
         except OSError:  # not started yet, or ended: what it served last
             pass
         return self._last
@@ -248,15 +254,14 @@ class MetricsEndpoint:
         self.host, self.port = parse_address(address, allow_remote)
         self._runs: list[RunMetrics | RelayedRun] = []
         self._lock = threading.Lock()
-        self._server: Any = None
+        self._server: _Server | None = None
         self._scraped = False
+        self._text: tuple[tuple[int, ...], bytes] = ((), b"")
 
     def start(self) -> MetricsEndpoint:
         """Bind and serve in a thread; a port in use is refused in one line."""
-        registry = self._prometheus.CollectorRegistry(auto_describe=False)
-        registry.register(self)
         try:
-            self._server, _ = self._prometheus.start_http_server(self.port, self.host, registry)
+            self._server = _Server(self)
         except OSError as exc:
             raise TpsbenchError(f"--metrics-addr {self.host}:{self.port}: cannot listen there "
                                 f"({exc.strerror or exc}): is the port in use?") from None
@@ -276,20 +281,34 @@ class MetricsEndpoint:
         with self._lock:
             self._runs.append(RelayedRun(port, self._prometheus))
 
+    def exposition(self) -> bytes:
+        """What a scrape gets, in Prometheus' text format: formatted again only when a run
+        has new figures for it (a scrape between two intervals costs next to nothing)."""
+        with self._lock:
+            self._scraped = True
+            shown = [run.scrape() for run in self._runs]
+            versions = tuple(run.version for run in self._runs)
+            if versions != self._text[0]:
+                self._text = (versions, self._prometheus.generate_latest(_Families(self._merged(shown))))
+            return self._text[1]
+
     def collect(self) -> Iterator[Any]:
         """prometheus-client's collector protocol: every run's families, merged by name."""
         with self._lock:
-            runs = list(self._runs)
             self._scraped = True
+            shown = [run.scrape() for run in self._runs]
+        yield from self._merged(shown)
+
+    def _merged(self, shown: list[list[Any]]) -> list[Any]:
         merged: dict[str, Any] = {}
-        for run in runs:
-            for family in run.scrape():  # copied: a run's rendered families are served again
+        for families in shown:
+            for family in families:  # copied: a run's rendered families are served again
                 into = merged.get(family.name)
                 if into is None:
                     into = merged[family.name] = self._prometheus.core.Metric(family.name, family.documentation,
                                                                               family.type)
                 into.samples.extend(family.samples)
-        yield from merged.values()
+        return list(merged.values())
 
     def __enter__(self) -> MetricsEndpoint:
         return self
@@ -307,3 +326,44 @@ class MetricsEndpoint:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+class _Families:
+    """Merged families, as generate_latest takes them (it asks a registry to collect)."""
+
+    def __init__(self, families: list[Any]) -> None:
+        self.families = families
+
+    def collect(self) -> list[Any]:
+        return self.families
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        if self.path.partition("?")[0] not in ("/", "/metrics"):
+            self.send_error(404, "the metrics are at /metrics")
+            return
+        body = self.server.endpoint.exposition()
+        self.send_response(200)
+        self.send_header("Content-Type", self.server.endpoint._prometheus.CONTENT_TYPE_LATEST)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
+        """Quiet: a scrape a second would otherwise print a line a second."""
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    """The endpoint's HTTP server, on a thread of its own (prometheus-client formats the text,
+    this serves it, formatted once per interval)."""
+
+    daemon_threads = True
+
+    def __init__(self, endpoint: MetricsEndpoint) -> None:
+        self.endpoint = endpoint
+        self.address_family = socket.AF_INET6 if ":" in endpoint.host else socket.AF_INET
+        super().__init__((endpoint.host, endpoint.port), _Handler)
+        threading.Thread(target=self.serve_forever, name="tpsbench-metrics", daemon=True).start()
