@@ -29,7 +29,7 @@ from tpsbench.core.meta import STATE_COMPLETE, require_complete
 from tpsbench.core.session import RunContext, Session
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Check, LoadParams, LoadTask, Option, Workload
-from tpsbench.workloads.custom import confine, prepare, spec
+from tpsbench.workloads.custom import bounds, confine, prepare, spec
 from tpsbench.workloads.custom.readonly import read_only
 from tpsbench.workloads.custom.generators import drawer
 from tpsbench.workloads.custom.session import CustomSession
@@ -114,8 +114,10 @@ class CustomWorkload(Workload):
 
     def confine(self, dialect: str) -> None:
         """Refuse the file unless every statement it sends on ``dialect`` is one statement
-        kept to its own tables (confine.py), before anything is built, run or checked."""
-        problems = confine.problems(self.need_spec(), dialect)
+        kept to its own tables (confine.py) and its columns' generators give values their
+        types hold there (bounds.py), before anything is built, run or checked."""
+        found = self.need_spec()
+        problems = confine.problems(found, dialect) + bounds.problems(found, dialect)
         if problems:
             raise FileProblems(problems)
 

@@ -38,7 +38,7 @@ RUNS = "SELECT, INSERT, UPDATE, DELETE or MERGE"
 
 
 @contextmanager
-def _quiet() -> Iterator[None]:
+def quiet() -> Iterator[None]:
     """sqlglot logs a warning where it falls back to an opaque command: we say it ourselves."""
     logger = logging.getLogger("sqlglot")
     level = logger.level
@@ -74,7 +74,7 @@ class Confiner:
         if text is None:
             return None
         try:
-            with _quiet():
+            with quiet():
                 parsed = [p for p in sqlglot.parse(text, read=self.read) if p is not None]
         except SqlglotError as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
