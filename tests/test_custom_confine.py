@@ -1,0 +1,258 @@
+"""A custom workload file kept to its own tables: ``tpsbench build/run/check/drop custom``.
+
+Why these tests: a workload file is SQL run on the user's database, which may hold
+another application's tables. Every way a file could reach one (several statements in
+one, DDL of a table it does not declare, a statement reading or writing outside its
+tables, a check or counter that is no SELECT, bounds no column holds) must be refused
+in one line naming the file's key, before anything runs, on every database here: so
+each case goes through the real CLI against a database holding ``app_users`` with rows,
+and that table's rows must come out as they went in. A file that names the table in
+``reads`` may read it, and runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from test_custom_workload import KINDS, scratch, tpsbench_cli
+
+from tpsbench.targets import open_target
+from tpsbench.workloads.custom.readonly import read_only
+
+TABLE = """
+[[table]]
+name = "cw_t"
+create = "CREATE TABLE cw_t (id INTEGER NOT NULL PRIMARY KEY, v INTEGER)"
+rows = 3
+columns = { id = { gen = "sequence" }, v = { gen = "uniform", min = 1, max = 9 } }
+"""
+TXN = """
+[[transaction]]
+name = "pay"
+weight = 1
+statements = ["SELECT v FROM cw_t WHERE id = :x", "UPDATE cw_t SET v = v + 1 WHERE id = :x"]
+params = { x = { gen = "uniform", min = 1, max = 3 } }
+"""
+GOOD = TABLE + TXN
+
+#: (name, command, the file, what its one line says): every refusal class at least twice
+REFUSED = [
+    # more than one statement
+    ("several_txn", "run", GOOD.replace("SELECT v FROM cw_t WHERE id = :x", "SELECT :x; DROP TABLE app_users"),
+     "transaction 'pay' statement 1: holds 2 statements: give exactly one"),
+    ("several_create", "build", GOOD.replace("v INTEGER)", "v INTEGER); DELETE FROM app_users"),
+     "table 'cw_t' create: holds 2 statements"),
+    ("several_check", "check", GOOD + '[[check]]\ntitle = "c"\nsql = "SELECT id FROM cw_t WHERE 1 = 0; DROP TABLE app_users"\n',
+     "check 1: holds 2 statements"),
+    # DDL of a table the file does not declare
+    ("ddl_drop", "build", GOOD.replace('create = "CREATE TABLE cw_t (id INTEGER NOT NULL PRIMARY KEY, v INTEGER)"',
+                                       'create = "DROP TABLE app_users"'),
+     "table 'cw_t' create: must be CREATE TABLE cw_t"),
+    ("ddl_index", "build", GOOD.replace('rows = 3', 'indexes = ["CREATE INDEX app_ix ON app_users (name)"]\nrows = 3'),
+     "table 'cw_t' index 1: touches table app_users, which the file does not declare"),
+    ("ddl_other", "build", GOOD.replace("CREATE TABLE cw_t (", "CREATE TABLE app_users ("),
+     "table 'cw_t' create: must be CREATE TABLE cw_t"),
+    # reading or writing outside the file's tables
+    ("write_other", "run", GOOD.replace("UPDATE cw_t SET v = v + 1 WHERE id = :x", "DELETE FROM app_users WHERE id = :x"),
+     "transaction 'pay' statement 2: writes table app_users, which is not one of the file's [[table]]s"),
+    ("write_read", "run", 'reads = ["app_users"]\n' + GOOD.replace("UPDATE cw_t SET v", "UPDATE app_users SET name = 'x', id"),
+     "transaction 'pay' statement 2: writes table app_users"),
+    ("read_other", "run", GOOD.replace("SELECT v FROM cw_t WHERE id = :x", "SELECT name FROM app_users WHERE id = :x"),
+     "transaction 'pay' statement 1: reads table app_users, which is neither a [[table]] of the file nor in its reads"),
+    ("query_other", "run", GOOD.replace('{ gen = "uniform", min = 1, max = 3 }', '{ gen = "query", sql = "SELECT id FROM app_users" }'),
+     "transaction 'pay' parameter x: reads table app_users"),
+    ("truncate", "run", GOOD.replace("UPDATE cw_t SET v = v + 1 WHERE id = :x", "TRUNCATE TABLE app_users"),
+     "transaction 'pay' statement 2: is a TRUNCATE statement"),
+    # checks and counters only SELECT
+    ("check_delete", "check", 'reads = ["app_users"]\n' + GOOD + '[[check]]\ntitle = "c"\nsql = "DELETE FROM app_users"\n',
+     "check 1: must be a read-only SELECT"),
+    ("counter_update", "run", GOOD + '[[counter]]\nname = "n"\nsql = "UPDATE cw_t SET v = 0"\nper_commit = { pay = 0 }\n',
+     "counter 'n': must be a read-only SELECT"),
+    ("counter_cte", "run", 'reads = ["app_users"]\n' + GOOD
+     + '[[counter]]\nname = "n"\nsql = "WITH d AS (DELETE FROM app_users RETURNING id) SELECT COUNT(*) FROM d"\n'
+       'per_commit = { pay = 0 }\n',
+     "counter 'n': must be a read-only SELECT"),
+    # generator bounds
+    ("bound_nan", "build", GOOD.replace("max = 9 }", "max = nan }"), "table 'cw_t' column v: max must be finite, not nan"),
+    ("bound_inf", "build", GOOD.replace('v = { gen = "uniform", min = 1, max = 9 }', "v = -inf"),
+     "table 'cw_t' column v: -inf is not a finite number"),
+    ("bound_int64", "run", GOOD.replace("max = 3 }", "max = 9223372036854775807 }"),
+     "transaction 'pay' parameter x: max 9223372036854775807 is beyond what a 64-bit integer draws"),
+]
+#: bounds beyond the column's type: SQLite's columns hold any number, so on the servers only
+TYPED = [
+    ("bound_int", "build", GOOD.replace("max = 9 }", "max = 3000000000 }"),
+     "table 'cw_t' column v: 1..3000000000 is beyond what INT holds on"),
+    ("bound_decimal", "build", GOOD.replace("v INTEGER)", "v DECIMAL(4, 2))").replace('gen = "uniform", min = 1, max = 9',
+                                                                                      'gen = "decimal", min = 1, max = 100'),
+     "table 'cw_t' column v: 1..100 is beyond what DECIMAL(4, 2) holds on"),
+]
+
+
+def digest(url: str, table: str) -> str:
+    """A digest of ``table``'s rows (three of them)."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            rows = conn.execute(sa.text(f"SELECT * FROM {table} ORDER BY id")).all()
+    finally:
+        engine.dispose()
+    assert len(rows) == 3, rows
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+def app_users(url: str) -> str:
+    """A digest of app_users' rows, the other application's table (created with rows first)."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            if not sa.inspect(conn).has_table("app_users"):
+                conn.execute(sa.text("CREATE TABLE app_users (id INTEGER NOT NULL PRIMARY KEY, name VARCHAR(20))"))
+                conn.execute(sa.text("INSERT INTO app_users VALUES (1, 'ann'), (2, 'bob'), (3, 'cy')"))
+    finally:
+        engine.dispose()
+    return digest(url, "app_users")
+
+
+def cli(command: str, path: Path, url: str, folder: Path) -> subprocess.CompletedProcess[str]:
+    args = [command, "custom", "--file", str(path), "--db", url]
+    if command == "build":
+        args += ["--loaders", "1", "--drop-existing"]
+    if command == "run":
+        args += ["--users", "1", "--rampup", "0s", "--duration", "1s", "--interval", "1s", "--processes", "1",
+                 "--results", f"sqlite:///{folder / 'results.db'}"]
+    return tpsbench_cli(*args, cwd=folder)
+
+
+@pytest.fixture(params=KINDS)
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    with scratch(request.param, tmp_path) as url:
+        yield request.param, url
+
+
+def refused(cases: list[tuple[str, str, str, str]], url: str, folder: Path) -> None:
+    """Each case through the CLI, on a complete build of the good file (so that a run or a
+    check would run for real, and a build --drop-existing would drop it): exit 2, one line
+    naming the file and what it says, no traceback, nothing built, dropped or stored,
+    and app_users' rows (and the build's) as they were."""
+    app_users(url)
+    good = folder / "good.toml"
+    good.write_text(GOOD)
+    assert cli("build", good, url, folder).returncode == 0
+    before = {table: digest(url, table) for table in ("app_users", "cw_t")}
+    tables = sorted(open_target(url).table_names())
+    paths = []
+    for name, _, text, _ in cases:
+        paths.append(folder / f"{name}.toml")
+        paths[-1].write_text(text)
+    done = {}
+    with ThreadPoolExecutor(4) as pool:
+        for builds in (False, True):  # runs and checks on the build, then the builds that would replace it
+            chosen = [(case, path) for case, path in zip(cases, paths) if (case[1] == "build") == builds]
+            done.update(zip((case[0] for case, _ in chosen),
+                            pool.map(lambda item: cli(item[0][1], item[1], url, folder), chosen)))
+    for name, _, _, says in cases:
+        out = done[name]
+        lines = [line for line in out.stderr.splitlines() if line.strip()]
+        assert out.returncode == 2 and len(lines) == 1, (name, out.stdout, out.stderr)
+        assert lines[0].startswith(f"tpsbench: error: {folder / name}.toml: ") and says in lines[0], (name, lines)
+    assert {table: digest(url, table) for table in before} == before
+    assert sorted(open_target(url).table_names()) == tables
+    assert not (folder / "results.db").exists()
+
+
+def test_a_file_reaching_outside_its_tables_is_refused_and_touches_nothing(database: tuple[str, str],
+                                                                           tmp_path: Path) -> None:
+    refused(REFUSED, database[1], tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["postgresql", "mariadb"])
+def test_bounds_beyond_a_columns_type_are_refused_before_the_build(kind: str, tmp_path: Path) -> None:
+    with scratch(kind, tmp_path) as url:
+        refused(TYPED, url, tmp_path)
+
+
+READS = """
+reads = ["app_users"]
+
+[[table]]
+name = "cw_orders"
+create = "CREATE TABLE cw_orders (id INTEGER NOT NULL PRIMARY KEY, user_id INTEGER NOT NULL)"
+indexes = ["CREATE INDEX cw_orders_user ON cw_orders (user_id)"]
+rows = 3
+columns = { id = { gen = "sequence" }, user_id = { gen = "uniform", min = 1, max = 3 } }
+
+[[transaction]]
+name = "order"
+weight = 1
+statements = [{ sql = "SELECT MAX(id) + 1 FROM cw_orders", into = ["next"] },
+              "INSERT INTO cw_orders (id, user_id) SELECT :next, id FROM app_users WHERE id = :user"]
+params = { user = { gen = "query", sql = "SELECT id FROM app_users" } }
+
+[[check]]
+title = "every order's user is a user"
+sql = "SELECT id FROM cw_orders WHERE user_id NOT IN (SELECT id FROM app_users)"
+
+[[counter]]
+name = "orders"
+sql = "SELECT COUNT(*) FROM cw_orders"
+per_commit = { order = 1 }
+"""
+
+
+def test_a_file_that_reads_another_table_it_names_builds_runs_and_checks(database: tuple[str, str],
+                                                                          tmp_path: Path) -> None:
+    url = database[1]
+    before = app_users(url)
+    path = tmp_path / "reads.toml"
+    path.write_text(READS)
+    said = {}
+    for command in ("build", "run", "check"):
+        out = cli(command, path, url, tmp_path)
+        assert out.returncode == 0, (command, out.stdout, out.stderr)
+        said[command] = out.stdout
+    assert "honesty check matches" in said["run"] and "pass" in said["check"], said
+    assert app_users(url) == before
+
+
+def test_drop_drops_only_what_the_build_recorded(database: tuple[str, str], tmp_path: Path) -> None:
+    """A file that later names app_users as a table of its own cannot make drop (or a
+    rebuild) take it: it is not among the tables the build recorded."""
+    url = database[1]
+    before = app_users(url)
+    good, greedy = tmp_path / "good.toml", tmp_path / "greedy.toml"
+    good.write_text(GOOD)
+    greedy.write_text(GOOD + '[[table]]\nname = "app_users"\ncreate = "CREATE TABLE app_users (id INTEGER)"\n')
+    assert cli("build", good, url, tmp_path).returncode == 0
+    for args in (("drop", "custom", "--file", str(greedy), "--db", url),
+                 ("build", "custom", "--file", str(greedy), "--db", url, "--drop-existing")):
+        out = tpsbench_cli(*args, cwd=tmp_path)
+        assert out.returncode != 0 and "app_users" in out.stderr and "Traceback" not in out.stderr, out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    dropped = tpsbench_cli("drop", "custom", "--file", str(good), "--db", url, cwd=tmp_path)
+    assert dropped.returncode == 0, dropped.stderr
+    assert app_users(url) == before and sorted(open_target(url).table_names()) == ["app_users"]
+
+
+def test_a_read_only_transaction_refuses_writes(database: tuple[str, str]) -> None:
+    """What checks, counters and query generators run in: a write inside fails on every
+    database here, and the connection writes again after it."""
+    kind, url = database
+    app_users(url)
+    target = open_target(url)
+    conn = target.connect()
+    try:
+        cur = conn.cursor()
+        with pytest.raises(Exception) as raised, read_only(target.dialect, cur.execute, conn.rollback):
+            cur.execute("DELETE FROM app_users")
+        assert target.is_driver_error(raised.value), raised.value
+        cur.execute("UPDATE app_users SET name = name WHERE id = 1")
+        conn.rollback()
+    finally:
+        conn.close()
