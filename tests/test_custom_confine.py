@@ -243,7 +243,7 @@ def test_drop_drops_only_what_the_build_recorded(database: tuple[str, str], tmp_
 def test_a_read_only_transaction_refuses_writes(database: tuple[str, str]) -> None:
     """What checks, counters and query generators run in: a write inside fails on every
     database here, and the connection writes again after it."""
-    kind, url = database
+    url = database[1]
     app_users(url)
     target = open_target(url)
     conn = target.connect()

@@ -30,15 +30,16 @@ from tpsbench.core.session import RunContext, Session
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Check, LoadParams, LoadTask, Option, Workload
 from tpsbench.workloads.custom import bounds, confine, prepare, spec
-from tpsbench.workloads.custom.readonly import read_only
 from tpsbench.workloads.custom.generators import drawer
+from tpsbench.workloads.custom.readonly import read_only
 from tpsbench.workloads.custom.session import CustomSession
 from tpsbench.workloads.custom.spec import FileProblems, Spec
 
 #: rows per generated batch and load task: a few MB of text, one commit each
 CHUNK_ROWS = 50_000
 FILE = Option("file", "", "The workload file (TOML) with your tables, data, transactions and checks:"
-              " docs/custom-workloads.md.")
+              " docs/custom-workloads.md. Its statements may touch only its own [[table]]s, and read"
+              " the other tables its reads = [...] names.")
 
 
 @dataclass(frozen=True)
