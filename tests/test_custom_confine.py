@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import io
 import subprocess
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,58 +44,19 @@ params = { x = { gen = "uniform", min = 1, max = 3 } }
 """
 GOOD = TABLE + TXN
 
-#: (name, command, the file, what its one line says): every refusal class at least twice
-REFUSED = [
-    # more than one statement
-    ("several_txn", "run", GOOD.replace("SELECT v FROM cw_t WHERE id = :x", "SELECT :x; DROP TABLE app_users"),
-     "transaction 'pay' statement 1: holds 2 statements: give exactly one"),
-    ("several_create", "build", GOOD.replace("v INTEGER)", "v INTEGER); DELETE FROM app_users"),
-     "table 'cw_t' create: holds 2 statements"),
-    ("several_check", "check", GOOD + '[[check]]\ntitle = "c"\nsql = "SELECT id FROM cw_t WHERE 1 = 0; DROP TABLE app_users"\n',
-     "check 1: holds 2 statements"),
-    # DDL of a table the file does not declare
-    ("ddl_drop", "build", GOOD.replace('create = "CREATE TABLE cw_t (id INTEGER NOT NULL PRIMARY KEY, v INTEGER)"',
-                                       'create = "DROP TABLE app_users"'),
-     "table 'cw_t' create: must be CREATE TABLE cw_t"),
-    ("ddl_index", "build", GOOD.replace('rows = 3', 'indexes = ["CREATE INDEX app_ix ON app_users (name)"]\nrows = 3'),
-     "table 'cw_t' index 1: touches table app_users, which the file does not declare"),
-    ("ddl_other", "build", GOOD.replace("CREATE TABLE cw_t (", "CREATE TABLE app_users ("),
-     "table 'cw_t' create: must be CREATE TABLE cw_t"),
-    # reading or writing outside the file's tables
-    ("write_other", "run", GOOD.replace("UPDATE cw_t SET v = v + 1 WHERE id = :x", "DELETE FROM app_users WHERE id = :x"),
-     "transaction 'pay' statement 2: writes table app_users, which is not one of the file's [[table]]s"),
-    ("write_read", "run", 'reads = ["app_users"]\n' + GOOD.replace("UPDATE cw_t SET v", "UPDATE app_users SET name = 'x', id"),
-     "transaction 'pay' statement 2: writes table app_users"),
-    ("read_other", "run", GOOD.replace("SELECT v FROM cw_t WHERE id = :x", "SELECT name FROM app_users WHERE id = :x"),
-     "transaction 'pay' statement 1: reads table app_users, which is neither a [[table]] of the file nor in its reads"),
-    ("query_other", "run", GOOD.replace('{ gen = "uniform", min = 1, max = 3 }', '{ gen = "query", sql = "SELECT id FROM app_users" }'),
-     "transaction 'pay' parameter x: reads table app_users"),
-    ("truncate", "run", GOOD.replace("UPDATE cw_t SET v = v + 1 WHERE id = :x", "TRUNCATE TABLE app_users"),
-     "transaction 'pay' statement 2: is a TRUNCATE statement"),
-    # checks and counters only SELECT
-    ("check_delete", "check", 'reads = ["app_users"]\n' + GOOD + '[[check]]\ntitle = "c"\nsql = "DELETE FROM app_users"\n',
-     "check 1: must be a read-only SELECT"),
-    ("counter_update", "run", GOOD + '[[counter]]\nname = "n"\nsql = "UPDATE cw_t SET v = 0"\nper_commit = { pay = 0 }\n',
-     "counter 'n': must be a read-only SELECT"),
-    ("counter_cte", "run", 'reads = ["app_users"]\n' + GOOD
-     + '[[counter]]\nname = "n"\nsql = "WITH d AS (DELETE FROM app_users RETURNING id) SELECT COUNT(*) FROM d"\n'
-       'per_commit = { pay = 0 }\n',
-     "counter 'n': must be a read-only SELECT"),
-    # generator bounds
-    ("bound_nan", "build", GOOD.replace("max = 9 }", "max = nan }"), "table 'cw_t' column v: max must be finite, not nan"),
-    ("bound_inf", "build", GOOD.replace('v = { gen = "uniform", min = 1, max = 9 }', "v = -inf"),
-     "table 'cw_t' column v: -inf is not a finite number"),
-    ("bound_int64", "run", GOOD.replace("max = 3 }", "max = 9223372036854775807 }"),
-     "transaction 'pay' parameter x: max 9223372036854775807 is beyond what a 64-bit integer draws"),
-]
-#: bounds beyond the column's type: SQLite's columns hold any number, so on the servers only
-TYPED = [
-    ("bound_int", "build", GOOD.replace("max = 9 }", "max = 3000000000 }"),
-     "table 'cw_t' column v: 1..3000000000 is beyond what INT holds on"),
-    ("bound_decimal", "build", GOOD.replace("v INTEGER)", "v DECIMAL(4, 2))").replace('gen = "uniform", min = 1, max = 9',
-                                                                                      'gen = "decimal", min = 1, max = 100'),
-     "table 'cw_t' column v: 1..100 is beyond what DECIMAL(4, 2) holds on"),
-]
+CASES = Path(__file__).parent / "fixtures" / "confine_cases.toml"
+
+
+def cases(kind: str) -> list[tuple[str, str, str, str]]:
+    """(name, command, the file, what its one line says) of CASES' ``kind`` ("refused", "typed")."""
+    out = []
+    for case in tomllib.loads(CASES.read_text())[kind]:
+        text = GOOD
+        for old, new in case.get("replace", []):
+            assert old in text, (case["name"], old)
+            text = text.replace(old, new)
+        out.append((case["name"], case["command"], case.get("before", "") + text + case.get("after", ""), case["says"]))
+    return out
 
 
 def digest(url: str, table: str) -> str:
@@ -180,13 +142,13 @@ def refused(cases: list[tuple[str, str, str, str]], url: str, folder: Path) -> N
 
 def test_a_file_reaching_outside_its_tables_is_refused_and_touches_nothing(database: tuple[str, str],
                                                                            tmp_path: Path) -> None:
-    refused(REFUSED, database[1], tmp_path)
+    refused(cases("refused"), database[1], tmp_path)
 
 
 @pytest.mark.parametrize("kind", ["postgresql", "mariadb"])
 def test_bounds_beyond_a_columns_type_are_refused_before_the_build(kind: str, tmp_path: Path) -> None:
     with scratch(kind, tmp_path) as url:
-        refused(TYPED, url, tmp_path)
+        refused(cases("typed"), url, tmp_path)
 
 
 READS = """
