@@ -227,3 +227,37 @@ def test_a_read_only_transaction_refuses_writes(database: tuple[str, str]) -> No
         conn.rollback()
     finally:
         conn.close()
+
+
+SEQUENCE = """
+[[table]]
+name = "cw_s"
+create = "CREATE TABLE cw_s (id SERIAL PRIMARY KEY, v INTEGER)"
+
+[[transaction]]
+name = "t"
+weight = 1
+statements = ["SELECT v FROM cw_s"]
+
+[[check]]
+title = "a SELECT whose function writes"
+sql = "SELECT nextval('cw_s_id_seq')"
+"""
+
+
+def test_a_check_whose_select_writes_through_a_function_is_stopped_by_the_read_only_transaction(
+        tmp_path: Path) -> None:
+    """Parsing lets a SELECT through whatever function it calls; PostgreSQL's read-only
+    transaction is what keeps nextval() from advancing the sequence: one line, exit 2."""
+    path = tmp_path / "sequence.toml"
+    path.write_text(SEQUENCE)
+    with scratch("postgresql", tmp_path) as url:
+        assert in_process("build", path, url, tmp_path)[0] == 0
+        code, err, _ = in_process("check", path, url, tmp_path)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "read-only transaction" in err, err
+        engine = sa.create_engine(url)
+        try:
+            with engine.connect() as conn:
+                assert conn.execute(sa.text("SELECT is_called FROM cw_s_id_seq")).scalar_one() is False
+        finally:
+            engine.dispose()
