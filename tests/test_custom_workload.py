@@ -409,7 +409,7 @@ MALFORMED = [
     ("bound", GOOD_TXN.replace("max = 9", 'max = "rows:nosuch"'), "\"rows:nosuch\" names no [[table]]"),
     ("counter", GOOD_TXN + '[[counter]]\nname = "n"\nsql = "SELECT 1"\nper_commit = { u = 1 }\n',
      "counter 'n': per_commit names 'u', which is no transaction"),
-    ("prepare", GOOD_TXN.replace("SELECT :x", "SELECT x FROM nosuch WHERE id = :x"),
+    ("prepare", 'reads = ["nosuch"]\n' + GOOD_TXN.replace("SELECT :x", "SELECT x FROM nosuch WHERE id = :x"),
      "transaction 't' statement 1: does not prepare on sqlite: no such table: nosuch"),
 ]
 #: more of them, read in this process (the CLI says what spec.load raises)

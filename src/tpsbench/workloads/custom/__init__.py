@@ -17,9 +17,11 @@ user's guide, docs/examples/order_entry.toml its worked example.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import sqlalchemy as sa
 
 from tpsbench.core.batch import Batch
 from tpsbench.core.errors import TpsbenchError
@@ -27,15 +29,29 @@ from tpsbench.core.meta import STATE_COMPLETE, require_complete
 from tpsbench.core.session import RunContext, Session
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Check, LoadParams, LoadTask, Option, Workload
-from tpsbench.workloads.custom import prepare, spec
+from tpsbench.workloads.custom import bounds, confine, prepare, spec
 from tpsbench.workloads.custom.generators import drawer
+from tpsbench.workloads.custom.readonly import read_only
 from tpsbench.workloads.custom.session import CustomSession
 from tpsbench.workloads.custom.spec import FileProblems, Spec
 
 #: rows per generated batch and load task: a few MB of text, one commit each
 CHUNK_ROWS = 50_000
 FILE = Option("file", "", "The workload file (TOML) with your tables, data, transactions and checks:"
-              " docs/custom-workloads.md.")
+              " docs/custom-workloads.md. Its statements may touch only its own [[table]]s, and read"
+              " the other tables its reads = [...] names.")
+
+
+@dataclass(frozen=True)
+class ReadOnlyCheck(Check):
+    """A file's check, counted in a read-only transaction (readonly.py): what it selects
+    is the file's to say, but it may change nothing."""
+
+    dialect: str = ""
+
+    def count(self, target: Target, conn: sa.Connection) -> int:
+        with read_only(self.dialect, lambda statement: conn.execute(sa.text(statement)), conn.rollback):
+            return super().count(target, conn)
 
 
 class CustomWorkload(Workload):
@@ -84,6 +100,7 @@ class CustomWorkload(Workload):
         found = self.need_spec()
         if not found.tables:
             raise TpsbenchError(f"{found.path} has no [[table]] to build: run it on your database as it is")
+        self.confine(dialect)
         creates: list[str] = []
         indexes: list[str] = []
         for table in found.tables:
@@ -95,6 +112,15 @@ class CustomWorkload(Workload):
                                         f"(give sql = \"...\" or {dialect} = \"...\")")
                 (indexes if number else creates).append(chosen)
         return creates, indexes
+
+    def confine(self, dialect: str) -> None:
+        """Refuse the file unless every statement it sends on ``dialect`` is one statement
+        kept to its own tables (confine.py) and its columns' generators give values their
+        types hold there (bounds.py), before anything is built, run or checked."""
+        found = self.need_spec()
+        problems = confine.problems(found, dialect) + bounds.problems(found, dialect)
+        if problems:
+            raise FileProblems(problems)
 
     def describe_scale(self, scale: int) -> str:
         return f"{scale} x the rows of {self.need_spec().path}"
@@ -134,7 +160,7 @@ class CustomWorkload(Workload):
 
     def checks(self) -> list[Check]:
         """The file's checks, for the dialect verify_schema saw (call it first)."""
-        return [Check(number, check.title, check.sql.for_dialect(self.dialect) or "")
+        return [ReadOnlyCheck(number, check.title, check.sql.for_dialect(self.dialect) or "", dialect=self.dialect)
                 for number, check in enumerate(self.need_spec().checks, start=1)]
 
     # -- run ----------------------------------------------------------------------------
@@ -142,6 +168,7 @@ class CustomWorkload(Workload):
         """A complete build of the file's tables; a file without tables runs on the
         database as it is (its statements are prepared there before the first step)."""
         found = self.need_spec()
+        self.confine(target.dialect)
         self.dialect = target.dialect
         meta = require_complete(target, self.name, self.tables) if found.tables else {"state": STATE_COMPLETE}
         self.scale = int(meta.get("scale", "1"))
@@ -188,13 +215,13 @@ class CustomWorkload(Workload):
         counts = {}
         cur = conn.cursor()
         try:
-            for counter in self.need_spec().counters:
-                cur.execute(counter.sql.for_dialect(self.dialect))
-                row = cur.fetchone()
-                counts[counter.name] = int(row[0] or 0) if row else 0
+            with read_only(self.dialect, cur.execute, conn.rollback):
+                for counter in self.need_spec().counters:
+                    cur.execute(counter.sql.for_dialect(self.dialect))
+                    row = cur.fetchone()
+                    counts[counter.name] = int(row[0] or 0) if row else 0
         finally:
             cur.close()
-            conn.rollback()
         return counts
 
     def expected_counts(self, commits: dict[str, int]) -> dict[str, int]:

@@ -15,6 +15,7 @@ scale). docs/custom-workloads.md lists every generator with its keys.
 
 from __future__ import annotations
 
+import math
 import re
 import zlib
 from collections.abc import Callable, Mapping
@@ -48,6 +49,8 @@ BOUNDS = frozenset({"min", "max", "size", "start", "repeat", "cycle"})
 INTEGERS = frozenset({"uniform", "nurand", "range", "sequence"})
 ROWS_OF = re.compile(r"^rows:([A-Za-z_]\w*)$")
 MAX_PLACES = 6
+#: the integers a bound may be: numpy draws int64, up to one below its largest (max + 1 is drawn below)
+INT64 = (-(2**63), 2**63 - 2)
 
 #: n values drawn with a numpy generator; the int is the row number of the first (sequences)
 Draw = Callable[[np.random.Generator, int, int], np.ndarray]
@@ -79,6 +82,9 @@ def parse(value: Any, where: str, for_columns: bool, problems: list[str]) -> Gen
                 f"number or text, not {value!r}")
         return None
     if not isinstance(value, dict):
+        if not _finite(value):
+            problem(f"{where}: {value!r} is not a finite number")
+            return None
         if for_columns and isinstance(value, str):
             _plain_text([value], where, problem)
         return Generator("value", {"value": value})
@@ -103,6 +109,13 @@ def parse(value: Any, where: str, for_columns: bool, problems: list[str]) -> Gen
     if required - set(args) or set(args) - required - optional:
         return None
     before = len(problems)
+    for key, item in sorted(args.items()):
+        if not all(map(_finite, item if isinstance(item, list) else [item])):
+            problem(f"{where}: {key} must be finite, not {item!r}")
+        elif _is_int(item) and key in BOUNDS and not INT64[0] <= item <= INT64[1]:
+            problem(f"{where}: {key} {item} is beyond what a 64-bit integer draws ({INT64[0]}..{INT64[1]})")
+    if len(problems) > before:
+        return None
     _check_args(kind, args, where, for_columns, problem)
     return Generator(kind, args) if len(problems) == before else None
 
@@ -126,6 +139,8 @@ def _check_args(kind: str, args: dict[str, Any], where: str, for_columns: bool, 
         places = args.get("places", 2)
         if not all(_is_number(args[k]) for k in ("min", "max")) or not (_is_int(places) and 0 <= places <= MAX_PLACES):
             problem(f"{where}: decimal needs numbers min and max and places from 0 to {MAX_PLACES}")
+        elif max(abs(args["min"]), abs(args["max"])) * 10 ** places > INT64[1]:
+            problem(f"{where}: decimal min and max must be within ±{INT64[1] // 10 ** places:,} at {places} places")
         elif args["min"] > args["max"]:
             problem(f"{where}: min {args['min']} is above max {args['max']}")
     elif kind == "string":
@@ -156,6 +171,11 @@ def _plain_text(values: list[str], where: str, problem: Callable[[str], None]) -
     """Column texts go through the bulk paths' text format, which these would need escaped in."""
     if any(bad in v for v in values for bad in ("\t", "\n", "\r", "\\", "\0")):
         problem(f"{where}: column texts cannot hold tabs, line breaks, backslashes or NUL")
+
+
+def _finite(value: Any) -> bool:
+    """TOML's nan and inf are floats no column holds and no bound means."""
+    return not isinstance(value, float) or math.isfinite(value)
 
 
 def _is_int(value: Any) -> bool:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tpsbench.core.target import Target, error_message
+from tpsbench.workloads.custom.readonly import read_only
 from tpsbench.workloads.custom.sqltext import Named, parse
 
 #: how each dialect prepares one statement without running it: (statements to send with
@@ -86,13 +87,13 @@ def query_values(target: Target, queries: Sequence[tuple[str, str, str]]) -> tup
         cur = conn.cursor()
         for key, where, sql in queries:
             try:
-                cur.execute(sql)
-                rows = cur.fetchmany(MOST_QUERY_ROWS + 1)
+                with read_only(target.dialect, cur.execute, conn.rollback):
+                    cur.execute(sql)
+                    rows = cur.fetchmany(MOST_QUERY_ROWS + 1)
             except Exception as exc:
                 if not target.is_driver_error(exc):
                     raise
                 problems.append(f"{where}: the query failed on {target.dialect}: {error_message(exc)}")
-                conn.rollback()
                 continue
             if not rows:
                 problems.append(f"{where}: the query returned no rows to draw from")
@@ -100,5 +101,4 @@ def query_values(target: Target, queries: Sequence[tuple[str, str, str]]) -> tup
                 problems.append(f"{where}: the query returned more than {MOST_QUERY_ROWS:,} rows: narrow it")
             else:
                 values[key] = [row[0] for row in rows]
-        conn.rollback()
     return values, problems

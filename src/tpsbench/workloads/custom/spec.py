@@ -27,7 +27,7 @@ from tpsbench.workloads.custom.sqltext import DIALECTS, SqlText, parse
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: statements tpsbench sends itself around every transaction
 TRANSACTION_CONTROL = re.compile(r"^\s*(BEGIN|START\s+TRANSACTION|COMMIT|ROLLBACK|END)\b", re.IGNORECASE)
-TOP_KEYS = frozenset({"description", "table", "transaction", "check", "counter", "retry_on"})
+TOP_KEYS = frozenset({"description", "reads", "table", "transaction", "check", "counter", "retry_on"})
 TABLE_KEYS = frozenset({"name", "create", "indexes", "rows", "scaled", "columns"})
 TRANSACTION_KEYS = frozenset({"name", "weight", "statements", "params"})
 STATEMENT_KEYS = frozenset({"sql", *DIALECTS, "into", "rollback_if", "rollback_on"})
@@ -105,6 +105,8 @@ class Spec:
     checks: tuple[Check, ...] = ()
     counters: tuple[Counter, ...] = ()
     retry_on: rules.ErrorNames = field(default_factory=rules.ErrorNames)
+    #: other tables the file's statements may read (never write): confine.py holds them to it
+    reads: tuple[str, ...] = ()
 
     def sizes(self, scale: int) -> dict[str, int]:
         """Rows per table at ``scale``: what "rows:TABLE" bounds mean."""
@@ -160,9 +162,15 @@ class Reader:
         description = doc.get("description", "")
         if not isinstance(description, str):
             self.problem("description", "must be text")
+        reads = doc.get("reads", [])
+        if not (isinstance(reads, list) and all(isinstance(r, str) and IDENTIFIER.match(r) for r in reads)):
+            self.problem("reads", f"must be a list of table names, like [\"app_users\"], not {reads!r}")
+            reads = []
+        for name in sorted(set(reads) & known):
+            self.problem("reads", f"{name!r} is a [[table]] of the file already")
         if self.problems:
             raise FileProblems(self.problems)
-        return Spec(self.path, str(description), tables, transactions, checks, counters, retry_on)
+        return Spec(self.path, str(description), tables, transactions, checks, counters, retry_on, tuple(reads))
 
     # -- shared shapes ----------------------------------------------------------------
     def array(self, doc: dict[str, Any], key: str) -> list[dict[str, Any]]:
