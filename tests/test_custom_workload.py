@@ -35,6 +35,7 @@ from scipy import stats  # type: ignore[import-untyped]
 import tpsbench
 from tpsbench.core.session import RunContext
 from tpsbench.report.limits import LIMITED_BY
+from tpsbench.report.steadiness import STEADY_ROW
 from tpsbench.results.store import ResultsStore
 from tpsbench.targets import open_target
 from tpsbench.workloads.custom import generators, spec
@@ -67,10 +68,10 @@ def scratch(kind: str, tmp_path: Path) -> Iterator[str]:
 
 
 def report_rows(text: str) -> dict[str, list[float]]:
-    """``report --format csv`` as {metric: values per step}; the verdict's row is text."""
+    """``report --format csv`` as {metric: values per step}; the verdict's and the steady state's rows are text."""
     rows = {}
     for row in csv.reader(io.StringIO(text)):
-        if len(row) > 3 and row[0].startswith("run ") and row[2] != LIMITED_BY:
+        if len(row) > 3 and row[0].startswith("run ") and row[2] not in (LIMITED_BY, STEADY_ROW):
             rows[row[2]] = [float(v) for v in row[3:] if v]
     return rows
 
