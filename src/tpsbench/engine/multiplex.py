@@ -118,6 +118,8 @@ class Multiplexer:
         #: ``stop`` as the shared thread last saw it (once per wake-up: an attribute is read
         #: per transaction for a fraction of what ``stop.is_set()`` costs)
         self.stopping = False
+        #: transactions still out when the thread ended (given up on): counted in doubt
+        self.in_doubt = 0
         #: what ended the shared thread early (a session's bug), told to every user it hosted
         self.failure: str | None = None
         self.thread = threading.Thread(target=self.serve, name="multiplexer", daemon=True)
@@ -199,6 +201,11 @@ class Multiplexer:
         except Exception as exc:  # noqa: BLE001 - e.g. a session's inputs() failing: its users are told
             self.failure = f"{type(exc).__name__}: {first_line(exc)}"
         finally:
+            # given up on (the worker stopped waiting) or cut short by a failure: the
+            # transactions still out may commit or not, and are counted in doubt
+            for slot in (*in_flight.values(), *ready):
+                self.rec.add(slot.name, "in_doubt")
+                self.in_doubt += 1
             for slot in list(self.hosted.values()):
                 self.release(slot)
             while self.inbox:
