@@ -10,11 +10,17 @@ commits the moment the lock goes, whether or not a client is still there to hear
 So the database ends with exactly one row more per user given up on than the driver
 counted as committed, and the honesty check's range (commits .. commits + in doubt) holds
 it; before, those rows were nowhere in the driver's counts and the check failed.
+
+A worker that ends before its last report (killed here; or one the coordinator kills for
+not reporting within the grace period) leaves commits no count holds: the check cannot
+match then, and says by how much and why, naming the worker.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -95,3 +101,51 @@ def test_users_stuck_past_the_step_end_are_given_up_on_in_time_and_counted_in_do
     # every commit is counted: the driver's, and those it gave up on, which all committed once the lock went
     (counter,) = honesty["expected"]
     assert rows(pg_url) - first == honesty["expected"][counter] + USERS == honesty["most"][counter], honesty
+
+
+def worker_pids(pid: int) -> list[int]:
+    """The run's worker processes (spawned: multiprocessing's, not its resource tracker)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [int(c) for c in children
+            if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes() and
+            b"resource_tracker" not in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
+@pytest.mark.parametrize("multiplex", ["--multiplex", "--no-multiplex"])
+def test_a_worker_lost_before_its_last_report_fails_the_check_saying_why(pg_url: str, tmp_path: Path,
+                                                                        multiplex: str) -> None:
+    results = tmp_path / "results.db"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")},
+           "TPSBENCH_DB": pg_url, "TPSBENCH_RESULTS": f"sqlite:///{results}"}
+    cli = [sys.executable, "-m", "tpsbench"]
+    built = subprocess.run([*cli, "build", "sysbench", "--tables", "1", "--table-size", "100"], env=env,
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert built.returncode == 0, built.stderr
+    first = rows(pg_url)
+    proc = subprocess.Popen([*cli, "run", "sysbench", "--mode", "oltp_insert", "--users", "2", "--rampup",
+                             "0.5s", "--duration", "2s", "--interval", "0.5s", "--processes", "2", multiplex],
+                            env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    said: list[str] = []
+    while not said or "ramp-up" in said[-1] or "left" not in said[-1]:  # the steady window's first line
+        said.append(proc.stderr.readline())
+        assert said[-1] or proc.poll() is None, "".join(said)
+    time.sleep(0.25)  # between two reports: commits no report holds yet
+    victim = max(worker_pids(proc.pid))
+    os.kill(victim, signal.SIGKILL)
+    out, err = proc.communicate(timeout=60)
+    text = "".join(said) + err
+    assert proc.returncode == 1 and "Traceback" not in text + out, text
+    assert f"(pid {victim}) was killed by signal 9 during step 1; the step ends with what arrived" in text, text
+    assert out.splitlines()[-1].endswith("honesty check FAILED"), out
+    settle(pg_url)
+    honesty = ResultsStore(f"sqlite:///{results}", create=False).list_runs()[-1].honesty
+    assert honesty is not None and honesty["match"] is False, honesty
+    (counter,) = honesty["actual"]
+    # the difference is the database's own: it changed by more than the driver counted
+    assert rows(pg_url) - first == honesty["actual"][counter] > honesty["expected"][counter], honesty
+    line = next(line for line in text.splitlines() if line.startswith("HONESTY CHECK FAILED"))
+    worker = re.search(rf"(worker \d+ \(pid {victim}\)) was killed", text).group(1)  # type: ignore[union-attr]
+    assert line == (f"HONESTY CHECK FAILED: the database changed by {honesty['actual']} but the driver counted "
+                    f"{honesty['expected']}; the driver's count lacks what 1 worker(s) committed after their last"
+                    f" report ({worker} was killed by signal 9 during step 1)"), line
