@@ -96,18 +96,15 @@ class VirtualUser:
         close_quietly(self.conn)
         self.conn = None
 
-    def settle(self, stop: threading.Event) -> bool:
-        """After a transaction: whether its outcome is this thread's to record. Always
-        while the step runs; once it has ended, only if the worker has not given up on it
-        (it waits the grace period first, so the lock is taken in the step's tail alone)."""
-        if stop.is_set():
-            with self.settling:
-                if self.given_up:
-                    return False
-                self.busy = ""
-                return True
-        self.busy = ""
-        return True
+    def settle(self) -> bool:
+        """After a transaction that ended once the step had: whether its outcome is still
+        this thread's to record, not if the worker gave up on it (which it does only after
+        the grace period, so the lock is taken in a step's tail alone, never in its run)."""
+        with self.settling:
+            if self.given_up:
+                return False
+            self.busy = ""
+            return True
 
     def give_up(self) -> str:
         """The worker's side, once the user's thread outlived the grace period: the
@@ -209,8 +206,9 @@ class VirtualUser:
             t0 = clock()
             self.busy = name
             outcome = self.attempts(session, name, inputs, stop)
-            if not self.settle(stop):
+            if stop.is_set() and not self.settle():
                 return
+            self.busy = ""
             if outcome >= ROLLED_BACK:
                 rec.record(name, (clock() - t0) // 1000, outcome == COMMITTED)
             elif outcome == GONE:
@@ -235,8 +233,9 @@ class VirtualUser:
             started = clock()
             self.busy = name
             outcome = self.attempts(session, name, inputs, stop)
-            if not self.settle(stop):
+            if stop.is_set() and not self.settle():
                 return
+            self.busy = ""
             if outcome >= ROLLED_BACK:
                 done = clock()
                 rec.record(name, (done - intended) // 1000, outcome == COMMITTED)
