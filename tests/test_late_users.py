@@ -47,6 +47,16 @@ def rows(url: str) -> int:
         return int(conn.execute("SELECT count(*) FROM sbtest1").fetchone()[0])  # type: ignore[index]
 
 
+def rest(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """The run's stdout and the rest of its stderr, once it ends. Not communicate(): it reads
+    the pipes beneath the lines that readline() has buffered already, which would be lost."""
+    assert proc.stdout is not None and proc.stderr is not None
+    err = proc.stderr.read()  # the table on stdout is far smaller than a pipe holds
+    out = proc.stdout.read()
+    proc.wait(60)
+    return out, err
+
+
 def settle(url: str) -> None:
     """Until no other session is left on the database: the orphaned INSERTs have committed."""
     deadline = time.monotonic() + 30
@@ -69,7 +79,7 @@ def test_users_stuck_past_the_step_end_are_given_up_on_in_time_and_counted_in_do
     assert built.returncode == 0, built.stderr
     first = rows(pg_url)
     proc = subprocess.Popen([*cli, "run", "sysbench", "--mode", "oltp_insert", "--users", str(USERS), "--rampup",
-                             "0.5s", "--duration", "2s", "--interval", "0.5s", "--processes", "1", multiplex],
+                             "0.5s", "--duration", "4s", "--interval", "0.5s", "--processes", "1", multiplex],
                             env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     said: list[str] = []
@@ -77,23 +87,23 @@ def test_users_stuck_past_the_step_end_are_given_up_on_in_time_and_counted_in_do
         while not said or "ramp-up" in said[-1] or "left" not in said[-1]:  # the steady window's first line
             said.append(proc.stderr.readline())
             assert said[-1] or proc.poll() is None, "".join(said)
-        holder.execute("LOCK TABLE sbtest1 IN SHARE MODE")  # every INSERT now waits for it
+        holder.execute("LOCK TABLE sbtest1 IN SHARE MODE")  # every INSERT now waits for it, well before the end
         locked = time.monotonic()
         while "did not stop within" not in said[-1]:
             said.append(proc.stderr.readline())
             assert said[-1], "".join(said)
         given_up = time.monotonic() - locked
         holder.rollback()  # the queued INSERTs commit now, their clients gone or not listening
-    out, err = proc.communicate(timeout=60)
+    out, err = rest(proc)
     text = "".join(said) + err
     # bounded: the rest of the window and the grace period, with room for a busy machine
-    assert given_up < 2.0 + STOP_GRACE_S + 15, text
+    assert given_up < 4.0 + STOP_GRACE_S + 15, text
     assert proc.returncode == 1 and "Traceback" not in text + out, text
     assert "step 1 ran short of its plan (PROBLEM above); honesty check matches" in out.splitlines()[-1], out
     problems = [line for line in text.splitlines() if "PROBLEM" in line]
     doubt_said = ("counted in doubt" if multiplex == "--no-multiplex"
                   else f"the shared thread gave up on {USERS} transaction(s) still out")
-    assert any(doubt_said in line for line in problems), problems
+    assert any(doubt_said in line for line in problems), text
     settle(pg_url)
     store = ResultsStore(f"sqlite:///{results}", create=False)
     honesty = store.list_runs()[-1].honesty
@@ -133,7 +143,7 @@ def test_a_worker_lost_before_its_last_report_fails_the_check_saying_why(pg_url:
     time.sleep(0.25)  # between two reports: commits no report holds yet
     victim = max(worker_pids(proc.pid))
     os.kill(victim, signal.SIGKILL)
-    out, err = proc.communicate(timeout=60)
+    out, err = rest(proc)
     text = "".join(said) + err
     assert proc.returncode == 1 and "Traceback" not in text + out, text
     assert f"(pid {victim}) was killed by signal 9 during step 1; the step ends with what arrived" in text, text

@@ -49,8 +49,10 @@ from tpsbench.core.target import Target
 from tpsbench.engine.users import triage
 from tpsbench.measure.recorder import IntervalRecorder
 
-#: how long join() waits for the shared thread to end once it has given up on answers still out
-GIVE_UP_WAIT_S = 0.2
+#: how long join() waits for the shared thread to end once it has given up on answers still out:
+#: it ends at once when woken, but must count those answers in doubt before the worker's last
+#: report, on a machine that may be busy
+GIVE_UP_WAIT_S = 2.0
 #: transactions a user draws at once, each begun and its first statement encoded (Multiplexer.draw_ahead)
 DRAW_AHEAD = 16
 
