@@ -33,6 +33,9 @@ ELSEWHERE = {
        for name in ("users", "rampup", "duration", "interval", "cache", "seed", "scale", "storage_file")},
     "build_if_missing": "by the campaign itself where a target has no build (scale = N at the top of the file)",
     "results_url": "on the command line (tpsbench campaign --results URL)",
+    # where run has them: one endpoint for the whole campaign, which relays every run's
+    "metrics_addr": "on the command line (tpsbench campaign --metrics-addr)",
+    "allow_remote": "on the command line, with tpsbench campaign --metrics-addr",
 }
 
 
