@@ -47,6 +47,35 @@ def rows(url: str) -> int:
         return int(conn.execute("SELECT count(*) FROM sbtest1").fetchone()[0])  # type: ignore[index]
 
 
+def start_run(url: str, folder: Path, duration: str, processes: str,
+              multiplex: str) -> tuple[Path, int, subprocess.Popen[str]]:
+    """sysbench built at ``url`` (one small table), and a run of oltp_insert started on it
+    through the CLI: its results store, the table's rows before it, the run's process."""
+    results = folder / "results.db"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")},
+           "TPSBENCH_DB": url, "TPSBENCH_RESULTS": f"sqlite:///{results}"}
+    cli = [sys.executable, "-m", "tpsbench"]
+    built = subprocess.run([*cli, "build", "sysbench", "--tables", "1", "--table-size", "100"], env=env,
+                           cwd=folder, capture_output=True, text=True, timeout=120, check=False)
+    assert built.returncode == 0, built.stderr
+    first = rows(url)
+    proc = subprocess.Popen([*cli, "run", "sysbench", "--mode", "oltp_insert", "--users", str(USERS), "--rampup",
+                             "0.5s", "--duration", duration, "--interval", "0.5s", "--processes", processes,
+                             multiplex], env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    return results, first, proc
+
+
+def steady(proc: subprocess.Popen[str]) -> list[str]:
+    """The run's lines on stderr up to the steady window's first live line."""
+    assert proc.stderr is not None
+    said: list[str] = []
+    while not said or "ramp-up" in said[-1] or "left" not in said[-1]:
+        said.append(proc.stderr.readline())
+        assert said[-1] or proc.poll() is None, "".join(said)
+    return said
+
+
 def rest(proc: subprocess.Popen[str]) -> tuple[str, str]:
     """The run's stdout and the rest of its stderr, once it ends. Not communicate(): it reads
     the pipes beneath the lines that readline() has buffered already, which would be lost."""
@@ -70,23 +99,10 @@ def settle(url: str) -> None:
 @pytest.mark.parametrize("multiplex", ["--multiplex", "--no-multiplex"])
 def test_users_stuck_past_the_step_end_are_given_up_on_in_time_and_counted_in_doubt(
         pg_url: str, tmp_path: Path, multiplex: str) -> None:
-    results = tmp_path / "results.db"
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")},
-           "TPSBENCH_DB": pg_url, "TPSBENCH_RESULTS": f"sqlite:///{results}"}
-    cli = [sys.executable, "-m", "tpsbench"]
-    built = subprocess.run([*cli, "build", "sysbench", "--tables", "1", "--table-size", "100"], env=env,
-                           cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
-    assert built.returncode == 0, built.stderr
-    first = rows(pg_url)
-    proc = subprocess.Popen([*cli, "run", "sysbench", "--mode", "oltp_insert", "--users", str(USERS), "--rampup",
-                             "0.5s", "--duration", "4s", "--interval", "0.5s", "--processes", "1", multiplex],
-                            env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results, first, proc = start_run(pg_url, tmp_path, "4s", "1", multiplex)
     assert proc.stderr is not None
-    said: list[str] = []
     with psycopg.connect(**conninfo(pg_url)) as holder:  # type: ignore[arg-type]
-        while not said or "ramp-up" in said[-1] or "left" not in said[-1]:  # the steady window's first line
-            said.append(proc.stderr.readline())
-            assert said[-1] or proc.poll() is None, "".join(said)
+        said = steady(proc)
         holder.execute("LOCK TABLE sbtest1 IN SHARE MODE")  # every INSERT now waits for it, well before the end
         locked = time.monotonic()
         while "did not stop within" not in said[-1]:
@@ -124,22 +140,8 @@ def worker_pids(pid: int) -> list[int]:
 @pytest.mark.parametrize("multiplex", ["--multiplex", "--no-multiplex"])
 def test_a_worker_lost_before_its_last_report_fails_the_check_saying_why(pg_url: str, tmp_path: Path,
                                                                         multiplex: str) -> None:
-    results = tmp_path / "results.db"
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")},
-           "TPSBENCH_DB": pg_url, "TPSBENCH_RESULTS": f"sqlite:///{results}"}
-    cli = [sys.executable, "-m", "tpsbench"]
-    built = subprocess.run([*cli, "build", "sysbench", "--tables", "1", "--table-size", "100"], env=env,
-                           cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
-    assert built.returncode == 0, built.stderr
-    first = rows(pg_url)
-    proc = subprocess.Popen([*cli, "run", "sysbench", "--mode", "oltp_insert", "--users", "2", "--rampup",
-                             "0.5s", "--duration", "2s", "--interval", "0.5s", "--processes", "2", multiplex],
-                            env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    said: list[str] = []
-    while not said or "ramp-up" in said[-1] or "left" not in said[-1]:  # the steady window's first line
-        said.append(proc.stderr.readline())
-        assert said[-1] or proc.poll() is None, "".join(said)
+    results, first, proc = start_run(pg_url, tmp_path, "2s", "2", multiplex)
+    said = steady(proc)
     time.sleep(0.25)  # between two reports: commits no report holds yet
     victim = max(worker_pids(proc.pid))
     os.kill(victim, signal.SIGKILL)
