@@ -25,7 +25,10 @@ def campaign(campaign_file: str, concurrent: bool, metrics_addr: str | None, all
 
     \b
     FILE.toml names the workload, scale, users, rampup, duration and interval once, and
-    each database under [[target]] with db = "URL", storage = "NAME" (and data_path).
+    each database under [[target]] with db = "URL", storage = "NAME" (and data_path);
+    no two targets may be one database. [options] sets run options for every target by
+    name (processes = 2, think = "off", multiplex = false, mix = "..."): those of
+    `tpsbench run WORKLOAD --help`, except what a target or the file's top sets.
     Ctrl-C (SIGTERM, SIGHUP) ends every run, keeps what finished, starts no further target
     and exits 130 (143, 129).
 
@@ -33,11 +36,14 @@ def campaign(campaign_file: str, concurrent: bool, metrics_addr: str | None, all
       tpsbench campaign pools.toml --concurrent
       tpsbench report --campaign 3 --format markdown
     """
+    from tpsbench.cli.campaign_options import checked_options
     from tpsbench.commands.campaign import run_campaign
+    from tpsbench.core.campaign import load_campaign
     from tpsbench.core.errors import TpsbenchError
     from tpsbench.report.table import render
 
-    outcome = run_campaign(campaign_file, concurrent=concurrent, results_url=results_url,
+    checked = checked_options(load_campaign(campaign_file), campaign_file)
+    outcome = run_campaign(checked, concurrent=concurrent, results_url=results_url,
                            live=lambda line: click.echo(line, err=True), metrics_addr=metrics_addr,
                            allow_remote=allow_remote)
     try:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tpsbench.core.campaign import Campaign, load_campaign
+from tpsbench.core.campaign import Campaign, load_campaign, run_args
 from tpsbench.core import watchdog
 from tpsbench.core.errors import EXIT_CODES
 from tpsbench.core.signals import leave_terminal, listened
@@ -95,12 +95,13 @@ class _PassOn:
                 signal.signal(sig, handler)
 
 
-def run_campaign(path: str | Path, *, concurrent: bool = False, results_url: str | None = None,
+def run_campaign(path: str | Path | Campaign, *, concurrent: bool = False, results_url: str | None = None,
                  live: Callable[[str], None] = print, metrics_addr: str | None = None,
                  allow_remote: bool = False) -> CampaignOutcome:
-    """Run every target of the campaign in ``path`` and record them under one campaign id;
-    with ``metrics_addr``, serve every run's figures from that one endpoint."""
-    campaign = load_campaign(path)
+    """Run every target of the campaign in ``path`` (or a campaign loaded and checked
+    already: the CLI checks its ``[options]`` against ``run``'s) and record them under one
+    campaign id; with ``metrics_addr``, serve every run's figures from that one endpoint."""
+    campaign = path if isinstance(path, Campaign) else load_campaign(path)
     get_workload(campaign.workload)  # an unknown workload is one line before anything starts
     endpoint = metrics_endpoint(metrics_addr, allow_remote)
     store = ResultsStore(results_url)
@@ -157,8 +158,7 @@ def _start(campaign: Campaign, number: int, campaign_id: int, results_url: str |
             "--rampup", f"{campaign.rampup_s}s", "--duration", f"{campaign.duration_s}s",
             "--interval", f"{campaign.interval_s}s", "--storage", target.storage,
             "--campaign", f"{campaign_id}:{number}", "--cache", campaign.cache]
-    for name, value in campaign.options.items():
-        args += [f"--{name.replace('_', '-')}", value]
+    args += run_args(campaign.options)
     if campaign.storage_file:
         args += ["--storage-file", campaign.storage_file]
     if target.data_path:

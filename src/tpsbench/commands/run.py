@@ -302,7 +302,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         else:
             try:
                 honesty = honesty_check(wl, before, _database_counts(wl, target),
-                                        (result.total() for result in outcome.steps))
+                                        (result.total() for result in outcome.steps),
+                                        [why for result in outcome.steps for why in result.unreported])
             except KeyboardInterrupt as exc:  # the run's steps are done and kept; it ends interrupted, unchecked
                 status, outcome.signal = "interrupted", signal_of(exc)
                 honesty = {"match": None, "skipped": "interrupted during the honesty check"}

@@ -102,6 +102,9 @@ class StepOutcome:
     summary: SteadySummary | None = None  # None only until the step ends
     worker_pids: list[int] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: the workers that ended before their last report (lost, or killed for being late):
+    #: what they committed since their last report is in no interval (the honesty check says so)
+    unreported: list[str] = field(default_factory=list)
     interrupted: bool = False
     observations: Readings = field(default_factory=dict)
 
@@ -341,6 +344,7 @@ class Coordinator(Interruptible):
                     result.problems.append(f"worker {index} failed: {msg.message}")
                 elif isinstance(msg, WorkerLost):
                     result.problems.append(f"{msg.why} during step {number}; the step ends with what arrived")
+                    result.unreported.append(f"{msg.why} during step {number}")
                     merger.lost(index)
                     pending.discard(index)
             late = (stop_deadline is not None and time.monotonic() > stop_deadline) or time.time() > hard_deadline
@@ -348,6 +352,7 @@ class Coordinator(Interruptible):
                 for index in sorted(pending):
                     result.problems.append(f"{transport.describe(index)} did not finish step {number} in time "
                                            "and was killed")
+                    result.unreported.append(f"{transport.describe(index)} was killed in step {number}")
                     transport.kill(index)
                     merger.lost(index)
                 pending.clear()

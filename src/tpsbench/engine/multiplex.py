@@ -49,8 +49,10 @@ from tpsbench.core.target import Target
 from tpsbench.engine.users import triage
 from tpsbench.measure.recorder import IntervalRecorder
 
-#: how long join() waits for the shared thread to end once it has given up on answers still out
-GIVE_UP_WAIT_S = 0.2
+#: how long join() waits for the shared thread to end once it has given up on answers still out:
+#: it ends at once when woken, but must count those answers in doubt before the worker's last
+#: report, on a machine that may be busy
+GIVE_UP_WAIT_S = 2.0
 #: transactions a user draws at once, each begun and its first statement encoded (Multiplexer.draw_ahead)
 DRAW_AHEAD = 16
 
@@ -118,6 +120,8 @@ class Multiplexer:
         #: ``stop`` as the shared thread last saw it (once per wake-up: an attribute is read
         #: per transaction for a fraction of what ``stop.is_set()`` costs)
         self.stopping = False
+        #: transactions still out when the thread ended (given up on): counted in doubt
+        self.in_doubt = 0
         #: what ended the shared thread early (a session's bug), told to every user it hosted
         self.failure: str | None = None
         self.thread = threading.Thread(target=self.serve, name="multiplexer", daemon=True)
@@ -199,6 +203,11 @@ class Multiplexer:
         except Exception as exc:  # noqa: BLE001 - e.g. a session's inputs() failing: its users are told
             self.failure = f"{type(exc).__name__}: {first_line(exc)}"
         finally:
+            # given up on (the worker stopped waiting) or cut short by a failure: the
+            # transactions still out may commit or not, and are counted in doubt
+            for slot in (*in_flight.values(), *ready):
+                self.rec.add(slot.name, "in_doubt")
+                self.in_doubt += 1
             for slot in list(self.hosted.values()):
                 self.release(slot)
             while self.inbox:

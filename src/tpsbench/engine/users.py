@@ -85,10 +85,34 @@ class VirtualUser:
         #: a paced step's trace when asked for (tpsbench.engine.pacing): per transaction
         #: (name, scheduled start, start, end in ns, committed or not); None: not traced
         self.trace: list[tuple[str, int, int, int, bool]] | None = None
+        #: the transaction this user's thread has in flight ("": none), and whether the
+        #: worker gave up on it at the end of a step (then counted in doubt, never recorded:
+        #: :meth:`settle` and :meth:`give_up` decide which of the two, under ``settling``)
+        self.busy = ""
+        self.given_up = False
+        self.settling = threading.Lock()
 
     def close(self) -> None:
         close_quietly(self.conn)
         self.conn = None
+
+    def settle(self) -> bool:
+        """After a transaction that ended once the step had: whether its outcome is still
+        this thread's to record, not if the worker gave up on it (which it does only after
+        the grace period, so the lock is taken in a step's tail alone, never in its run)."""
+        with self.settling:
+            if self.given_up:
+                return False
+            self.busy = ""
+            return True
+
+    def give_up(self) -> str:
+        """The worker's side, once the user's thread outlived the grace period: the
+        transaction it has in flight ("" if none), which its thread will then not record,
+        so that the caller counts it in doubt exactly once."""
+        with self.settling:
+            self.given_up = True
+            return self.busy
 
     def connect(self, stop: threading.Event, name: str) -> bool:
         """Connect with exponential back-off until it works or the step ends."""
@@ -180,7 +204,11 @@ class VirtualUser:
                     break
             inputs = session.inputs(name)
             t0 = clock()
+            self.busy = name
             outcome = self.attempts(session, name, inputs, stop)
+            if stop.is_set() and not self.settle():
+                return
+            self.busy = ""
             if outcome >= ROLLED_BACK:
                 rec.record(name, (clock() - t0) // 1000, outcome == COMMITTED)
             elif outcome == GONE:
@@ -203,7 +231,11 @@ class VirtualUser:
             name = session.next_transaction()
             inputs = session.inputs(name)
             started = clock()
+            self.busy = name
             outcome = self.attempts(session, name, inputs, stop)
+            if stop.is_set() and not self.settle():
+                return
+            self.busy = ""
             if outcome >= ROLLED_BACK:
                 done = clock()
                 rec.record(name, (done - intended) // 1000, outcome == COMMITTED)

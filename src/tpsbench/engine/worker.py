@@ -152,6 +152,9 @@ class Worker:
         self.join_all(plan, cut, deadline, problems)
         if mux is not None:
             mux.join(max(0.0, deadline - time.monotonic()))
+            if mux.in_doubt:
+                problems.append(f"the shared thread gave up on {mux.in_doubt} transaction(s) still out after"
+                                f" {deadline - cut:.0f} s, counted in doubt")
         # the stragglers: transactions in flight at the end (or at a stop) are reported too
         begin = bounds[number][0] if self.stopped and number < len(bounds) else (bounds[-1][1] if bounds else 0.0)
         self.send_report(plan, number, begin, time.monotonic() - start_mono, False)
@@ -219,19 +222,32 @@ class Worker:
 
     def join_all(self, plan: WorkerStep, cut: float, deadline: float, problems: list[str]) -> None:
         """Wait for every user's and component's thread until ``deadline``; one that has
-        not ended is given up on, and its connection with it."""
+        not ended is given up on, and its connection with it: the transaction it has in
+        flight (blocked on a lock, a server that stopped answering) may yet commit or not,
+        so it is counted in doubt, which the honesty check allows for, and never recorded."""
         for uid in plan.users:
             user = self.users[uid]
             user.thread.join(max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]
             if user.thread.is_alive():  # type: ignore[union-attr]
-                problems.append(f"user {uid} did not stop within {deadline - cut:.0f} s; its connection is dropped")
+                problems.append(f"user {uid} did not stop within {deadline - cut:.0f} s; its connection is dropped"
+                                + self.in_doubt(user))
                 del self.users[uid]
         for component, user in self.background:
             user.thread.join(max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]
             if user.thread.is_alive():  # type: ignore[union-attr]
-                problems.append(f"{component.name} did not stop within {deadline - cut:.0f} s")
+                problems.append(f"{component.name} did not stop within {deadline - cut:.0f} s"
+                                + self.in_doubt(user))
             else:
                 user.close()
+
+    def in_doubt(self, user: VirtualUser) -> str:
+        """Give up on ``user``'s thread: its transaction in flight, if any, counted in doubt
+        (it may commit yet, or not), and said as the end of its problem line."""
+        busy = user.give_up()
+        if not busy:
+            return ""
+        self.recorder.add(busy, "in_doubt")
+        return f"; its {busy} in flight is counted in doubt"
 
     def send_report(self, plan: WorkerStep, number: int, begin: float, end: float, steady: bool) -> None:
         # statements first: take() swaps the users' buffers at once and then works for

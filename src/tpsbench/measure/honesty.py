@@ -19,7 +19,7 @@ point, the exact check of a clean run.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tpsbench.core.workload import Workload
@@ -36,17 +36,21 @@ def counted(totals: Iterable[IntervalReport | None], kind: str) -> dict[str, int
 
 
 def honesty_check(wl: Workload, before: dict[str, int], after: dict[str, int],
-                  totals: Iterable[IntervalReport | None]) -> dict[str, Any]:
+                  totals: Iterable[IntervalReport | None], unreported: Sequence[str] = ()) -> dict[str, Any]:
     """Compare the database's change (``after`` - ``before``) with the driver's counts in
     ``totals`` (one merged report per step, every interval of it): ``match`` is True when
     every counter's change lies between what the commits imply and what the commits plus
-    the in-doubt transactions imply (see the module docstring)."""
+    the in-doubt transactions imply (see the module docstring). ``unreported``: workers
+    that ended before their last report (one line each), whose commits since then no
+    count holds: kept with the result, so that a mismatch says why."""
     totals = list(totals)
     commits = counted(totals, "commits")
     doubt = {name: n for name, n in counted(totals, "in_doubt").items() if n}
     expected = wl.expected_counts(commits)
     actual = {key: after[key] - before[key] for key in before}
     result: dict[str, Any] = {"expected": expected, "actual": actual, "match": expected == actual}
+    if unreported:
+        result["unreported"] = list(unreported)
     if doubt:
         most = wl.expected_counts(dict(Counter(commits) + Counter(doubt)))
         result["in_doubt"] = doubt
@@ -67,15 +71,25 @@ def honesty_text(honesty: dict[str, Any] | None) -> str:
     verdict = "matches" if honesty["match"] else "FAILED"
     expected, actual = honesty.get("expected", {}), honesty.get("actual", {})
     doubt: dict[str, int] = honesty.get("in_doubt") or {}
+    why = _unreported(honesty) if not honesty["match"] else ""
     if not doubt:
         if honesty["match"]:
             return verdict
-        return f"{verdict}: the database changed by {actual} but the driver counted {expected}"
+        return f"{verdict}: the database changed by {actual} but the driver counted {expected}{why}"
     shown = sum(max(0, actual.get(k, 0) - v) for k, v in expected.items())
     most = honesty.get("most", {})
     each = ", ".join(f"{name} {n:,}" for name, n in sorted(doubt.items()))
     text = (f"{verdict}: {sum(doubt.values()):,} transaction(s) in doubt, their connection lost before "
             f"the outcome came back ({each}); the database shows {shown:,} change(s) of theirs")
     if not honesty["match"]:
-        text += f" (it changed by {actual}; the driver counted {expected}, at most {most} with those in doubt)"
+        text += f" (it changed by {actual}; the driver counted {expected}, at most {most} with those in doubt){why}"
     return text
+
+
+def _unreported(honesty: dict[str, Any]) -> str:
+    """Why the driver's count falls short, where workers ended before their last report."""
+    lost = honesty.get("unreported") or []
+    if not lost:
+        return ""
+    return (f"; the driver's count lacks what {len(lost)} worker(s) committed after their last report"
+            f" ({'; '.join(lost)})")
