@@ -18,8 +18,6 @@ from tpsbench.core.batch import Batch
 from tpsbench.core.cursor import CountingCursor
 from tpsbench.core.sql import SqlDialect
 from tpsbench.core.target import OBSERVER_APPLICATION, WAIT_KINDS, SessionWait, Target
-
-from tpsbench.core.target import Target
 from tpsbench.targets import server
 from tpsbench.targets.libpq import LibpqCountingCursor, LibpqCursor
 
