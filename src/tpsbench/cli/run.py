@@ -28,8 +28,15 @@ from tpsbench.cli.options import (
     workload_option,
 )
 from tpsbench.core.delays import MIN_GAP_S
-from tpsbench.core.errors import EXIT_CODES
-from tpsbench.core.parse import CACHE_MODES, MIN_INTERVAL_S, check_timing, parse_duration, parse_rates, parse_users
+from tpsbench.core.errors import EXIT_CODES, TpsbenchError
+from tpsbench.core.parse import (
+    CACHE_MODES,
+    MIN_INTERVAL_S,
+    check_timing,
+    parse_duration,
+    parse_rates,
+    parse_users,
+)
 from tpsbench.core.workload import Workload
 from tpsbench.engine.pacing import MAX_RATE_PER_PROCESS
 
@@ -189,6 +196,14 @@ class RunCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+def _seconds(flag: str, text: str) -> float:
+    """A duration option's seconds, or one line naming the option and its value."""
+    try:
+        return parse_duration(text)
+    except TpsbenchError as exc:
+        raise TpsbenchError(f"--{flag} {text}: {exc}") from None
+
+
 #: the honesty check's verdict as the last line says it (None: no step's counts came back)
 HONESTY = {True: "matches", False: "FAILED", None: "skipped (no step finished)"}
 
@@ -205,7 +220,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
         refuse_orphans(options, values)
         if given("arrivals") and not values["rate"]:
             raise click.UsageError("--arrivals spaces the arrivals of --rate: give --rate TPS too, or leave it out")
-        timing = {f"{key}_s": parse_duration(values[key]) for key in ("rampup", "duration", "interval")}
+        timing = {f"{key}_s": _seconds(key, values[key]) for key in ("rampup", "duration", "interval")}
         check_timing(**timing, interval_given=given("interval"))
         config = RunConfig(
             workload=name, url=values["url"], users=parse_users(values["users"]), **timing,
