@@ -183,6 +183,7 @@ NAMED: list[tuple[tuple[str, ...], str]] = [
     ((*SB, "--rand-zipfian-exp", "1.2"), "--rand-zipfian-exp applies only with --rand-type zipfian"),
     ((*SB, "--delta", "3"), "--delta applies only with --mode select_random_ranges"),
     ((*RUN, "--trace", "traces"), "--trace writes the timestamps of paced steps"),
+    (("build", "tpcc", "--scale", "1", "--force", "--db", "sqlite:///big.db"), "--force replaces tables a run is"),
 ]
 
 
