@@ -31,6 +31,7 @@ from tpsbench.core.delays import MIN_GAP_S
 from tpsbench.core.errors import EXIT_CODES, TpsbenchError
 from tpsbench.core.parse import (
     CACHE_MODES,
+    MAX_STEPS,
     MIN_INTERVAL_S,
     check_timing,
     parse_duration,
@@ -49,7 +50,8 @@ def common_run_options(cls: type[Workload]) -> Decorator:
     return stack(
         db_option,
         click.option("--users", default="1,20,50,100,300", show_default=True, metavar="LIST",
-                     help="Virtual users of each step, a LIST like 1,20,50: the steps run one after the other."),
+                     help="Virtual users of each step, a LIST like 1,20,50: the steps run one after the other"
+                          f" (at most {MAX_STEPS})."),
         duration_option("rampup", "30s", "Per step: the users connect spread over this time, which is not measured."),
         duration_option("duration", "2m", "Per step: the steady-state window, the only time measured."),
         duration_option("interval", "10s", "How often the live line prints, and the length of a stored interval:"
