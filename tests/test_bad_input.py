@@ -150,3 +150,56 @@ def test_every_bad_input_is_one_line_and_changes_nothing(world: tuple[Path, dict
     assert not failures, "\n".join(failures)
     assert [digest(p) for p in stores] == before
     assert sorted(p.name for p in folder.iterdir()) == files  # no file created beside them
+
+
+#: values this host cannot keep, weights that cannot be dealt, builds that cannot fit, lists
+#: too long and options without the one they apply with: each with what its line must say
+NAMED: list[tuple[tuple[str, ...], str]] = [
+    # rates, gaps and intervals (the limits: bench/results/host_timing.txt)
+    ((*RUN, "--rate", "9999999"), "--rate 9,999,999 gives a driver process 9,999,999 arrivals a second"),
+    ((*SB[:2], "--users", "4", "--processes", "1", "--rate", "500000"), "one process keeps at most 200,000"),
+    ((*RUN[:2], "--users", "1", "--duration", "1s", "--interval", "1ms"), "--interval 0.001s is shorter than 0.1s"),
+    ((*RUN[:2], "--users", "1", "--duration", "50ms"), "--duration 0.05s is shorter than 0.1s"),
+    ((*RUN[:2], "--users", "1", "--duration", "1s", "--interval", "5s"), "--interval 5s is longer than --duration 1s"),
+    ((*RUN[:2], "--users", "1", "--rampup", "nan"), "--rampup nan: duration must look like"),
+    ((*RUN, "--interarrival", "fixed:0s"), "--interarrival fixed:0s: a mean gap of 0s is under 1ms"),
+    ((*RUN, "--interarrival", "uniform:0s..1ms"), "a mean gap of 0.0005s is under 1ms"),
+    # weights
+    ((*RUN, "--mix", "new_order=1e308,payment=1e308"), "--mix: the weights add up beyond a number"),
+    ((*RUN, "--mix", "new_order=1e-300,payment=1e300"), "--mix: new_order=1e-300 is under 1/1,000 of the total"),
+    ((*RUN, "--mix", "new_order=1,payment=1999"), "new_order=1 is under 1/1,000"),
+    ((*RUN, "--mix", "new_order=nan"), "the weight of new_order must be a positive number, got 'nan'"),
+    # builds that cannot fit the file's filesystem, refused before the file is made
+    (("build", "tpcc", "--scale", "99999", "--db", "sqlite:///big.db"), "a tpcc build of 99999 warehouses takes"),
+    (("build", "sysbench", "--tables", "64", "--table-size", "100000000", "--db", "sqlite:///big.db"),
+     "a sysbench build of 64 tables x 100,000,000 rows takes"),
+    (("build", "tpce", "--customers", "999000", "--db", "sqlite:///big.db"), "a tpce build of 999,000 customers"),
+    ((*RUN, "--build-if-missing", "--scale", "99999", "--db", "sqlite:///big.db"), "MB free"),
+    # lists
+    ((*RUN[:2], "--users", ",".join(map(str, range(1, 102))), "--duration", "1s"), "--users lists 101 steps"),
+    ((*RUN[:2], "--users", "1,2", "--duration", "1s", "--rate", "1,2,3"), "--rate gives 3 rates for 2 steps"),
+    # options that do nothing without another
+    ((*RUN, "--arrivals", "fixed"), "--arrivals spaces the arrivals of --rate: give --rate"),
+    ((*SB, "--rand-zipfian-exp", "1.2"), "--rand-zipfian-exp applies only with --rand-type zipfian"),
+    ((*SB, "--delta", "3"), "--delta applies only with --mode select_random_ranges"),
+    ((*RUN, "--trace", "traces"), "--trace writes the timestamps of paced steps"),
+    (("build", "tpcc", "--scale", "1", "--force", "--db", "sqlite:///big.db"), "--force replaces tables a run is"),
+]
+
+
+def test_what_cannot_be_kept_is_refused_naming_the_option(world: tuple[Path, dict[str, str]]) -> None:
+    """One line naming the option and its value, before the database, the store or the
+    folder changes; refusals come before any run, so the lot takes seconds."""
+    folder, _ = world
+    stores = [folder / "db.sqlite", folder / "results.db"]
+    before, files = [digest(p) for p in stores], sorted(p.name for p in folder.iterdir())
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda case: (case, attempt(world, case[0])), NAMED))
+    failures = []
+    for (args, needle), done in results:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        if done.returncode == 0 or len(lines) != 1 or "Traceback" in done.stderr or needle not in lines[0]:
+            failures.append(f"{' '.join(args)[:120]!r}: exit {done.returncode}, stderr {done.stderr[-300:]!r}")
+    assert not failures, "\n".join(failures)
+    assert [digest(p) for p in stores] == before
+    assert sorted(p.name for p in folder.iterdir()) == files

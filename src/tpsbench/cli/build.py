@@ -43,6 +43,9 @@ def _make_build_command(cls: type[Workload]) -> click.Command:
                 options: tuple[str, ...], **flags: str | None) -> None:
         from tpsbench.commands.build import build as run_build
 
+        if force and not drop_existing:
+            raise click.UsageError("--force replaces tables a run is marked active on, so it goes with"
+                                   " --drop-existing: give that too, or leave --force out")
         result = run_build(name, scale_of(cls, scale), url, workers=loaders, seed=seed, drop_existing=drop_existing,
                            force=force, options=chosen_build_options(options, flags))
         total = sum(result.rows.values())

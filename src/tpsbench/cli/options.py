@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from tpsbench.core.parse import parse_options, parse_scale
 from tpsbench.core.workload import Option, Workload
@@ -138,6 +139,25 @@ def chosen_build_options(options: tuple[str, ...], flags: dict[str, str | None])
     chosen = parse_options(options)
     chosen.update({key: value for key, value in flags.items() if value is not None})
     return chosen
+
+
+def given(param: str) -> bool:
+    """Whether the current command's parameter ``param`` was typed (or set in the
+    environment) rather than left at its default."""
+    source = click.get_current_context().get_parameter_source(param)
+    return source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def refuse_orphans(options: tuple[Option, ...], values: dict[str, Any]) -> None:
+    """Refuse, in one line, a workload option given where it does nothing: without the
+    value of the other option it applies with (``Option.needs``)."""
+    for option in options:
+        if option.needs and given(option.name):
+            other, *wanted = option.needs
+            if str(values[other]) not in wanted:
+                flag, needed = option.name.replace("_", "-"), other.replace("_", "-")
+                raise click.UsageError(f"--{flag} applies only with --{needed} {' or '.join(wanted)} (not"
+                                       f" {values[other]}): give that too, or leave --{flag} out")
 
 
 def note_renamed(old: str, new: str) -> None:

@@ -17,8 +17,10 @@ from tpsbench.cli.options import (
     WorkloadGroup,
     db_option,
     duration_option,
+    given,
     metrics_options,
     note_renamed,
+    refuse_orphans,
     renamed_option,
     results_option,
     scale_of,
@@ -26,9 +28,19 @@ from tpsbench.cli.options import (
     stack,
     workload_option,
 )
-from tpsbench.core.errors import EXIT_CODES
-from tpsbench.core.parse import CACHE_MODES, parse_duration, parse_rates, parse_users
+from tpsbench.core.delays import MIN_GAP_S
+from tpsbench.core.errors import EXIT_CODES, TpsbenchError
+from tpsbench.core.parse import (
+    CACHE_MODES,
+    MAX_STEPS,
+    MIN_INTERVAL_S,
+    check_timing,
+    parse_duration,
+    parse_rates,
+    parse_users,
+)
 from tpsbench.core.workload import Workload
+from tpsbench.engine.pacing import MAX_RATE_PER_PROCESS
 
 PROCESSES = click.IntRange(min=1)
 
@@ -39,10 +51,13 @@ def common_run_options(cls: type[Workload]) -> Decorator:
     return stack(
         db_option,
         click.option("--users", default="1,20,50,100,300", show_default=True, metavar="LIST",
-                     help="Virtual users of each step, a LIST like 1,20,50: the steps run one after the other."),
+                     help="Virtual users of each step, a LIST like 1,20,50: the steps run one after the other"
+                          f" (at most {MAX_STEPS})."),
         duration_option("rampup", "30s", "Per step: the users connect spread over this time, which is not measured."),
         duration_option("duration", "2m", "Per step: the steady-state window, the only time measured."),
-        duration_option("interval", "10s", "How often the live line prints, and the length of a stored interval."),
+        duration_option("interval", "10s", "How often the live line prints, and the length of a stored interval:"
+                                           f" from {MIN_INTERVAL_S:g}s (what this host reports on time) to --duration"
+                                           " (the default is cut to a shorter --duration)."),
         click.option("--storage", default="", metavar="LABEL",
                      help="Name of the storage configuration under test, e.g. 'RAID10 8x SSHD' (compare takes it)."),
         click.option("--storage-file", default=None, metavar="FILE",
@@ -80,11 +95,12 @@ def common_run_options(cls: type[Workload]) -> Decorator:
                           " (one rate, or one per step), whether or not earlier ones have answered; a transaction"
                           " waiting for a free user queues, and its latency counts from its scheduled start. The"
                           " report adds the offered and achieved rates, the queue, and the schedule lag and service"
-                          " time apart. Default: no pacing, each user starts its next transaction when its last"
-                          " one answered."),
+                          " time apart. Each driver process takes at most"
+                          f" {MAX_RATE_PER_PROCESS:,} a second (--processes spreads more). Default: no pacing, each"
+                          " user starts its next transaction when its last one answered."),
         click.option("--arrivals", type=click.Choice(["poisson", "fixed"]), default="poisson", show_default=True,
-                     help="How a paced step's arrivals are spaced: exponential gaps (independent arrivals, as"
-                          " clients send them) or evenly."),
+                     help="With --rate: how a paced step's arrivals are spaced, exponential gaps (independent"
+                          " arrivals, as clients send them) or evenly."),
         click.option("--trace", default=None, metavar="DIR",
                      help="Write every transaction of the paced steps to DIR/step<N>-worker<M>.csv: user, name,"
                           " scheduled start, start and end (ns since the step began), committed; for checking the"
@@ -99,7 +115,8 @@ def common_run_options(cls: type[Workload]) -> Decorator:
         click.option("--interarrival", default="off", show_default=True, metavar="WAIT",
                      help="Pace each user on its own: its transactions start this far apart (fixed:2s,"
                           " uniform:1s..3s, negexp:2s), whether or not the last one has answered, and their latency"
-                          " counts from the scheduled start, as with --rate."),
+                          " counts from the scheduled start, as with --rate. A mean gap of at least"
+                          f" {MIN_GAP_S * 1000:g}ms: a shorter one a timed wait here does not keep."),
         click.option("--cache", type=click.Choice(CACHE_MODES), default="warm", show_default=True,
                      help="What the caches between the database and its storage hold at each step. warm: whatever"
                           " they hold, and a line before the run when the whole database fits in the server's buffer"
@@ -185,6 +202,14 @@ class RunCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+def _seconds(flag: str, text: str) -> float:
+    """A duration option's seconds, or one line naming the option and its value."""
+    try:
+        return parse_duration(text)
+    except TpsbenchError as exc:
+        raise TpsbenchError(f"--{flag} {text}: {exc}") from None
+
+
 #: the honesty check's verdict as the last line says it (None: no step's counts came back)
 HONESTY = {True: "matches", False: "FAILED", None: "skipped (no step finished)"}
 
@@ -198,10 +223,14 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
         from tpsbench.commands.run import RunConfig, run
         from tpsbench.report.table import render
 
+        refuse_orphans(options, values)
+        if given("arrivals") and not values["rate"]:
+            raise click.UsageError("--arrivals spaces the arrivals of --rate: give --rate TPS too, or leave it out")
+        timing = {f"{key}_s": _seconds(key, values[key]) for key in ("rampup", "duration", "interval")}
+        check_timing(**timing, interval_given=given("interval"))
         config = RunConfig(
-            workload=name, url=values["url"], users=parse_users(values["users"]),
-            rampup_s=parse_duration(values["rampup"]), duration_s=parse_duration(values["duration"]),
-            interval_s=parse_duration(values["interval"]), storage=values["storage"], workers=values["processes"],
+            workload=name, url=values["url"], users=parse_users(values["users"]), **timing,
+            storage=values["storage"], workers=values["processes"],
             seed=values["seed"], options={**{o.name: str(values[o.name]) for o in options}, **waits(values)},
             results_url=values["results_url"], notes=values["notes"],
             build_scale=build_scale(cls, values["build_if_missing"], values["scale"]),

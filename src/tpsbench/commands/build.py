@@ -148,6 +148,24 @@ def _refuse_foreign(target: Target, wl: Workload, what: str) -> None:
                             f"tpsbench will not {what}: use another database")
 
 
+def build_if_missing(wl: Workload, scale: int, target: Target, url: str | None, seed: int,
+                     options: Mapping[str, str]) -> None:
+    """A run's --build-if-missing: :func:`build` at ``scale`` where the database has no
+    build of ``wl``, one that would not fit refused before the database is even made.
+    The run's ``options`` that are build options too (custom's file) shape the build."""
+    shape = {o.name: options[o.name] for o in wl.build_options if options.get(o.name)}
+    try:
+        if read_meta(target, wl.name):
+            return
+    except TpsbenchError:  # no database yet, so no build either
+        pass
+    sized = get_workload(wl.name)
+    sized.configure(shape)
+    _refuse_too_big(target, sized, scale)
+    target.ensure_database()
+    build(wl.name, scale, url, seed=seed, options=shape)
+
+
 def _refuse_too_big(target: Target, wl: Workload, scale: int) -> None:
     """Refuse a build that would not fit on the disk that holds the database, where that
     disk is on this host: better one line now than a full disk hours from now."""

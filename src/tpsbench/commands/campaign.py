@@ -156,7 +156,8 @@ def _start(campaign: Campaign, number: int, campaign_id: int, results_url: str |
     args = [sys.executable, "-m", "tpsbench", "run", campaign.workload, "--build-if-missing",
             "--scale", str(campaign.scale), "--users", ",".join(map(str, campaign.users)),
             "--rampup", f"{campaign.rampup_s}s", "--duration", f"{campaign.duration_s}s",
-            "--interval", f"{campaign.interval_s}s", "--storage", target.storage,
+            # the default interval is cut to a shorter window, as run's own default is
+            "--interval", f"{min(campaign.interval_s, campaign.duration_s)}s", "--storage", target.storage,
             "--campaign", f"{campaign_id}:{number}", "--cache", campaign.cache]
     args += run_args(campaign.options)
     if campaign.storage_file:

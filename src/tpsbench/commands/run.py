@@ -9,6 +9,7 @@ and after the last, against what the driver counted.
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 from collections.abc import Callable, Sequence
@@ -16,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tpsbench import __version__
-from tpsbench.commands.build import build
+from tpsbench.commands.build import build_if_missing
 from tpsbench.commands.cache import ServerDown, cold_refused, empty_caches
 from tpsbench.commands.storage import storage_facts
 from tpsbench.core.delays import waits_of
@@ -164,7 +165,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
                       interval_s=config.interval_s, multiplex=config.multiplex, rate=rate, arrivals=config.arrivals,
                       trace_dir=trace_dir)
              for u, rate in zip(config.users, _step_rates(config))]
-    check_steps(steps)  # everything the config alone can refuse, before anything is written
+    # everything the config alone can refuse, before anything is written
+    check_steps(steps, None if config.cluster else config.workers or len(os.sched_getaffinity(0)))
     if config.seed is not None:
         check_seed(config.seed)
     check_text("the storage label", config.storage, STORAGE_LABEL_MOST)
@@ -175,11 +177,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     facts = storage_facts(target, config.storage, config.storage_file, config.data_path)
     label = config.storage or (facts.described.name if facts.described else "")
     if config.build_scale is not None:
-        target.ensure_database()  # a database that is not there yet has no build either
-        if not read_meta(target, wl.name):
-            # the run's options that are build options too (custom's file) shape the build
-            build(wl.name, config.build_scale, config.url, seed=config.seed or 0,
-                  options={o.name: config.options[o.name] for o in wl.build_options if config.options.get(o.name)})
+        build_if_missing(wl, config.build_scale, target, config.url, config.seed or 0, config.options)
     options = {**{o.name: o.default for o in wl.run_options}, **config.options}
     wl.configure(options)  # first: the schema is verified for the options (sysbench's --tables)
     if "client" in options:  # a statement path the database lacks: one line now, not one per user

@@ -22,6 +22,16 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 MAX_DURATION_S = 30 * 24 * 3600.0
 #: the most users a step may have: far beyond any server's connection limit
 MAX_USERS = 100_000
+#: the most steps one run may list: a sweep finer than this is a typo or a script gone
+#: wrong, and every step adds its own ramp-up and columns to every report
+MAX_STEPS = 100
+#: the shortest interval (and so the shortest step) this host reports on time: below it
+#: the live line, the observers and the store fall behind the steps they describe
+#: (bench/host_timing.py; results/host_timing.txt)
+MIN_INTERVAL_S = 0.1
+#: the decks of TPC-C and TPC-E deal a mix as cards per thousand: a share below half a
+#: card never runs
+MIX_CARDS = 1000
 #: seeds are what numpy's generators take: 0 .. 2**63 - 1 (and what the store keeps)
 MAX_SEED = 2**63 - 1
 
@@ -68,7 +78,23 @@ def parse_users(text: str) -> list[int]:
         raise TpsbenchError(f"--users must list user counts >= 1, got {text!r}")
     if max(loads) > MAX_USERS:
         raise TpsbenchError(f"--users must list at most {MAX_USERS:,} users a step, got {max(loads):,}")
+    if len(loads) > MAX_STEPS:
+        raise TpsbenchError(f"--users lists {len(loads):,} steps; a run takes at most {MAX_STEPS}: split the sweep"
+                            " into several runs")
     return loads
+
+
+def check_timing(rampup_s: float, duration_s: float, interval_s: float, interval_given: bool = True) -> None:
+    """``--rampup``, ``--duration`` and ``--interval`` a step can keep, or one line naming
+    the option: an interval (and so a measured window) of at least MIN_INTERVAL_S, and an
+    ``interval_given`` no longer than the window it divides (a default one is cut to it)."""
+    for flag, seconds in (("--duration", duration_s), ("--interval", interval_s)):
+        if seconds < MIN_INTERVAL_S:
+            raise TpsbenchError(f"{flag} {seconds:g}s is shorter than {MIN_INTERVAL_S:g}s, the shortest interval"
+                                " this host reports on time")
+    if interval_given and interval_s > duration_s:
+        raise TpsbenchError(f"--interval {interval_s:g}s is longer than --duration {duration_s:g}s, the window it"
+                            " divides: give an interval of at most the duration")
 
 
 def parse_rates(text: str | None) -> list[float]:
@@ -107,6 +133,13 @@ def parse_mix(text: str, names: Sequence[str]) -> dict[str, float]:
             raise TpsbenchError(f"--mix: the weight of {name} must be a positive number, got {value.strip()!r}")
         shares[name] = weight
     total = sum(shares.values())
+    if total == math.inf:
+        raise TpsbenchError(f"--mix: the weights add up beyond a number ({text.strip()!r}): give smaller ones,"
+                            " e.g. per hundred")
+    for name, weight in shares.items():
+        if round(MIX_CARDS * weight / total) < 1:
+            raise TpsbenchError(f"--mix: {name}={weight:g} is under 1/{MIX_CARDS:,} of the total {total:g}, so it"
+                                " would never run: give it more, or leave it out")
     return {name: weight / total for name, weight in shares.items()}
 
 

@@ -67,6 +67,9 @@ class Option:
     default: str
     help: str
     choices: tuple[str, ...] = ()
+    #: the option it only applies with and the values it applies at, e.g. ("rand_type",
+    #: "zipfian"): given without them it would do nothing, so the CLI refuses it
+    needs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

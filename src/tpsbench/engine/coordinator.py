@@ -35,14 +35,14 @@ from typing import TypeVar
 
 from tpsbench.core.delays import waits_of
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.parse import MAX_DURATION_S, MAX_RATE, MAX_USERS
+from tpsbench.core.parse import MAX_DURATION_S, MAX_RATE, MAX_USERS, MIN_INTERVAL_S
 from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
 from tpsbench.engine.interrupts import Interruptible
 from tpsbench.engine.local import LocalProcesses
 from tpsbench.engine.merge import IntervalMerger, fresh_copy
-from tpsbench.engine.pacing import ARRIVALS, PACING, share, step_figures
+from tpsbench.engine.pacing import ARRIVALS, PACING, refuse_rate, share, step_figures
 from tpsbench.engine.protocol import (STOP_GRACE_S, Stop, WorkerFailed, WorkerLost, WorkerReady, WorkerStep,
                                       WorkerStepDone, interval_bounds)
 from tpsbench.engine.transport import Transport
@@ -166,24 +166,28 @@ def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, 
     # the cores this process may run on (taskset, a container's cpuset), not the machine's:
     # a driver pinned beside its server must not start a worker per core it cannot use
     count = max(1, min(workers or capacity or len(os.sched_getaffinity(0)), -(-most // per_worker)))
+    for step in steps:
+        refuse_rate(step.rate, step.users, count)
     return RunPlan(ctx, workload, tuple(steps), count, per_worker)
 
 
-def check_steps(steps: Sequence[LoadStep]) -> None:
-    """Refuse, in one line naming the value, steps that cannot be measured."""
+def check_steps(steps: Sequence[LoadStep], processes: int | None = None) -> None:
+    """Refuse, in one line naming the value, steps that cannot be measured; with the most
+    driver ``processes`` the run can have, also a rate that many cannot keep."""
     if not steps:
         raise TpsbenchError("no steps to run")
     for step in steps:
         if not 1 <= step.users <= MAX_USERS:
             raise TpsbenchError(f"a step needs 1 to {MAX_USERS:,} users, not {step.users:,}")
-        for what, seconds, zero in (("duration", step.duration_s, False), ("interval", step.interval_s, False),
-                                    ("ramp-up", step.rampup_s, True)):
-            if not (0.0 <= seconds if zero else 0.0 < seconds) or not seconds <= MAX_DURATION_S:  # NaN fails too
-                bound = "0 s or longer" if zero else "longer than 0 s"
-                raise TpsbenchError(f"a step's {what} must be {bound} and at most 30 days, not {seconds} s")
+        for what, seconds, least in (("duration", step.duration_s, MIN_INTERVAL_S),
+                                     ("interval", step.interval_s, MIN_INTERVAL_S), ("ramp-up", step.rampup_s, 0.0)):
+            if not least <= seconds <= MAX_DURATION_S:  # NaN fails too
+                raise TpsbenchError(f"a step's {what} must be from {least:g} s to 30 days, not {seconds} s")
         if not 0 <= step.rate < MAX_RATE:
             raise TpsbenchError(f"a step's rate must be 0 (no pacing) or positive and below {MAX_RATE:,}, "
                                 f"not {step.rate}")
+        if processes is not None:
+            refuse_rate(step.rate, step.users, processes)
         if step.arrivals not in ARRIVALS:
             raise TpsbenchError(f"arrivals must be one of {', '.join(ARRIVALS)}, not {step.arrivals!r}")
 

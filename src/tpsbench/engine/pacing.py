@@ -32,6 +32,7 @@ from array import array
 from collections.abc import Sequence
 
 from tpsbench.core.delays import Delay
+from tpsbench.core.errors import TpsbenchError
 
 #: how arrivals are spaced: exponential gaps (a Poisson process) or all alike
 ARRIVALS = ("poisson", "fixed")
@@ -43,6 +44,10 @@ TIMINGS = (LAG, SERVICE)
 #: arrivals kept after they were taken: more than users can hold ahead of their time,
 #: so that counting the arrivals before an interval's end never needs one let go of
 KEPT_TAKEN = 200_000
+#: the most arrivals a second one driver process is given: its schedule draws only a few
+#: times as many with nothing else to do (bench/host_timing.py, results/host_timing.txt),
+#: and a process given more falls behind its own clock and never ends its step
+MAX_RATE_PER_PROCESS = 200_000
 
 
 class Schedule:
@@ -119,6 +124,18 @@ class Schedule:
 def share(rate: float, users: int, users_in_step: int) -> float:
     """A worker's part of a step's rate: in proportion to the users it hosts."""
     return rate * users / users_in_step if users_in_step else 0.0
+
+
+def refuse_rate(rate: float, users: int, processes: int) -> None:
+    """Refuse, in one line naming --rate, a step rate whose busiest of ``processes``
+    driver processes (hosting ``users`` between them) would get more than
+    MAX_RATE_PER_PROCESS arrivals a second."""
+    used = max(1, min(processes, users))
+    busiest = share(rate, -(-users // used), users)
+    if busiest > MAX_RATE_PER_PROCESS:
+        raise TpsbenchError(f"--rate {rate:,.15g} gives a driver process {busiest:,.0f} arrivals a second ({users} users"
+                            f" over {used} process(es)); one process keeps at most {MAX_RATE_PER_PROCESS:,} a second:"
+                            " give a lower --rate, or more --processes")
 
 
 def step_figures(intervals: Sequence[tuple[float, int, int, int]]) -> dict[str, float]:

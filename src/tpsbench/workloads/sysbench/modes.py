@@ -188,6 +188,8 @@ def statement_mix(opts: SysbenchOptions) -> dict[str, int]:
 
 
 _ON_OFF = ("on", "off")
+#: the option the distributions' own parameters apply with
+_TYPE = "rand_type"
 #: ``tpsbench run sysbench`` flags: sysbench's run options with sysbench's defaults
 RUN_OPTIONS = (
     Option("mode", DEFAULT_MODE, "sysbench script to run (one transaction type per run)", MODES),
@@ -205,14 +207,15 @@ RUN_OPTIONS = (
     Option("range_selects", "on", "run the four range SELECT kinds at all", _ON_OFF),
     Option("skip_trx", "off", "no BEGIN/COMMIT: every statement in autocommit", _ON_OFF),
     Option("rand_type", "special", "distribution of ids (sysbench 1.0's default: special)", RAND_TYPES),
-    Option("rand_spec_iter", "12", "uniforms summed per gaussian draw"),
-    Option("rand_spec_pct", "1", "special: percent of the values that are hot"),
-    Option("rand_spec_res", "75", "special: percent of the draws that hit the hot values"),
-    Option("rand_pareto_h", "0.2", "pareto: shape parameter h"),
-    Option("rand_zipfian_exp", "0.8", "zipfian: exponent (a sysbench 1.1 distribution)"),
-    Option("random_points", "10", "select_random_points: values in the IN list"),
-    Option("number_of_ranges", "10", "select_random_ranges: BETWEEN ranges per SELECT"),
-    Option("delta", "5", "select_random_ranges: width of each range"),
+    Option("rand_spec_iter", "12", "uniforms summed per gaussian draw", needs=(_TYPE, "gaussian", "special")),
+    Option("rand_spec_pct", "1", "special: percent of the values that are hot", needs=(_TYPE, "special")),
+    Option("rand_spec_res", "75", "special: percent of the draws that hit the hot values", needs=(_TYPE, "special")),
+    Option("rand_pareto_h", "0.2", "pareto: shape parameter h", needs=(_TYPE, "pareto")),
+    Option("rand_zipfian_exp", "0.8", "zipfian: exponent (a sysbench 1.1 distribution)", needs=(_TYPE, "zipfian")),
+    Option("random_points", "10", "select_random_points: values in the IN list", needs=("mode", "select_random_points")),
+    Option("number_of_ranges", "10", "select_random_ranges: BETWEEN ranges per SELECT",
+           needs=("mode", "select_random_ranges")),
+    Option("delta", "5", "select_random_ranges: width of each range", needs=("mode", "select_random_ranges")),
     Option("client", "fast", CLIENT_HELP + " Results are read and dropped, as sysbench drops them.", CLIENT_CHOICES),
 )
 #: ``tpsbench build sysbench`` flags (the scale is the number of tables)
