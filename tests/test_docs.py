@@ -1,0 +1,112 @@
+"""The README and the documentation site say what the code does.
+
+The CLI reference (docs/reference/cli.md) is written by mkdocs-click from the click commands
+when the site is built; these tests render it with the same code and the same directive, and
+check that it shows every command and every option that ``tpsbench ... --help`` shows, so a
+directive that stops short (a depth, a hidden subcommand) fails here. The README stays a
+first screen: under 200 lines, starting with the Quick start's two commands. No network.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+import pytest
+from mkdocs_click._extension import replace_command_docs
+
+from tpsbench.cli.main import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+#: the Quick start's two commands, as the README has always given them first
+QUICK_START = [
+    "pip install . && tpsbench run tpcc --build-if-missing --scale 1 --users 1,4,8 --rampup 5s --duration 20s "
+    "--interval 5s",
+    "pip install -e '.[test]' && python -m pytest",
+]
+
+
+def _directive() -> dict[str, str]:
+    """The mkdocs-click directive's options, as docs/reference/cli.md writes them."""
+    text = (DOCS / "reference" / "cli.md").read_text()
+    block = text.split("::: mkdocs-click", 1)[1]
+    options = {}
+    for line in block.splitlines()[1:]:
+        found = re.fullmatch(r"\s+:(\w+):\s*(.*)", line)
+        if found is None:
+            break
+        options[found[1]] = found[2].strip()
+    return options
+
+
+def _commands(command: click.Command, path: str, parent: click.Context | None = None) -> dict[str, set[str]]:
+    """Every command's full name under ``command``, with the options its --help shows."""
+    ctx = click.Context(command, info_name=path.rsplit(" ", 1)[-1], parent=parent)
+    shown = {opt for param in command.get_params(ctx) if param.get_help_record(ctx) is not None
+             for opt in (*param.opts, *param.secondary_opts) if opt.startswith("-")}
+    found = {path: shown}
+    if isinstance(command, click.Group):
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            if sub is not None and not sub.hidden:
+                found.update(_commands(sub, f"{path} {name}", ctx))
+    return found
+
+
+def _rendered() -> dict[str, str]:
+    """The reference as mkdocs-click writes it, cut into one section per command (keyed by
+    the command's full name, from the usage line it prints)."""
+    text = "\n".join(replace_command_docs(has_attr_list=True, **_directive()))
+    sections = {}
+    for part in re.split(r"\n(?=#+ )", text):
+        usage = re.search(r"```text\n(.+?)\n```", part)
+        assert usage is not None, f"a section without a usage line: {part[:200]}"
+        name = re.sub(r" \[OPTIONS\].*| [A-Z]+.*", "", usage[1]).strip()
+        sections[name] = part
+    return sections
+
+
+def test_the_directive_documents_the_tpsbench_command() -> None:
+    options = _directive()
+    assert options["module"] == "tpsbench.cli.main" and options["command"] == "cli"
+    assert options["prog_name"] == "tpsbench"
+
+
+def test_cli_reference_lists_every_command_and_option() -> None:
+    commands = _commands(cli, "tpsbench")
+    # the walk itself: every workload under each of its groups, and run's own options
+    assert {"tpsbench run tpcc", "tpsbench build tpce", "tpsbench size sysbench", "tpsbench report"} <= set(commands)
+    assert {"--users", "--db", "--storage", "--cache"} <= commands["tpsbench run tpcc"]
+    sections = _rendered()
+    assert set(commands) - set(sections) == set(), "commands the CLI reference leaves out"
+    for name, options in commands.items():
+        table = sections[name]
+        missing = sorted(opt for opt in options if f"`{opt}`" not in table)
+        assert not missing, f"{name}: options --help shows and the CLI reference does not: {missing}"
+
+
+def test_cli_reference_is_in_the_site() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text()
+    assert "reference/cli.md" in nav and "- mkdocs-click" in nav
+
+
+def test_readme_is_a_first_screen_that_starts_with_the_quick_start() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 200
+    sections = re.findall(r"^## (.+)$", readme, flags=re.MULTILINE)
+    assert sections[0] == "Quick start"
+    first_block = re.search(r"^## Quick start\n+```sh\n(.*?)\n```", readme, flags=re.MULTILINE | re.DOTALL)
+    assert first_block is not None and first_block[1].splitlines() == QUICK_START
+
+
+@pytest.mark.parametrize("page", ["README.md", *sorted(str(p.relative_to(ROOT)) for p in DOCS.rglob("*.md"))])
+def test_pages_cite_only_files_of_the_repository(page: str) -> None:
+    """A bench/ or src/ path a page cites exists here, and no page points outside the
+    repository (the site cannot link to them, so a stale path would go unnoticed)."""
+    text = (ROOT / page).read_text()
+    assert "../shared" not in text
+    cited = set(re.findall(r"`((?:bench|src|tests|docs)/[\w./-]+?)`", text))
+    missing = sorted(path for path in cited if not (ROOT / path).exists())
+    assert not missing, f"{page} cites paths that do not exist: {missing}"
