@@ -9,6 +9,7 @@ first screen: under 200 lines, starting with the Quick start's two commands. No 
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -22,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 #: the Quick start's two commands, as the README has always given them first
 QUICK_START = [
-    "pip install . && tpsbench run tpcc --build-if-missing --scale 1 --users 1,4,8 --rampup 5s --duration 20s "
-    "--interval 5s",
+    ("pip install . && tpsbench run tpcc --build-if-missing --scale 1 --users 1,4,8 --rampup 5s --duration 20s "
+     "--interval 5s"),
     "pip install -e '.[test]' && python -m pytest",
 ]
 
@@ -110,3 +111,18 @@ def test_pages_cite_only_files_of_the_repository(page: str) -> None:
     cited = set(re.findall(r"`((?:bench|src|tests|docs)/[\w./-]+?)`", text))
     missing = sorted(path for path in cited if not (ROOT / path).exists())
     assert not missing, f"{page} cites paths that do not exist: {missing}"
+
+
+def test_the_reference_shows_help_examples_as_code() -> None:
+    """The site's hook fences a help's indented example lines (which Markdown would join into
+    one paragraph) and leaves a list item's continuation and a fenced block alone."""
+    spec = importlib.util.spec_from_file_location("click_examples", DOCS / "hooks" / "click_examples.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    help_text = ["Run WORKLOAD.", "", "  tpsbench run tpcc --users 8", "  tpsbench runs", "", "**Usage:**"]
+    assert hook.examples_as_code(help_text) == [
+        "Run WORKLOAD.", "", "", "```text", "tpsbench run tpcc --users 8", "tpsbench runs", "```", "", "",
+        "**Usage:**"]
+    untouched = ["- an item", "  its second line", "", "```text", "  kept as it is", "```"]
+    assert hook.examples_as_code(untouched) == untouched

@@ -47,7 +47,7 @@ class _Examples(Preprocessor):
 
 
 class _ExamplesExtension(Extension):
-    def extendMarkdown(self, md: Markdown) -> None:  # noqa: N802 - Markdown's name
+    def extendMarkdown(self, md: Markdown) -> None:
         # after mkdocs-click has written the reference (141), before code fences are read
         md.preprocessors.register(_Examples(md), "click_examples", 100)
 
