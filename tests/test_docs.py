@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shlex
 from pathlib import Path
 
 import click
@@ -100,6 +101,33 @@ def test_readme_is_a_first_screen_that_starts_with_the_quick_start() -> None:
     assert sections[0] == "Quick start"
     first_block = re.search(r"^## Quick start\n+```sh\n(.*?)\n```", readme, flags=re.MULTILINE | re.DOTALL)
     assert first_block is not None and first_block[1].splitlines() == QUICK_START
+
+
+def _parse(line: str) -> click.Context:
+    """A command line as tpsbench parses it (options checked, nothing run)."""
+    args = shlex.split(line, comments=True)
+    assert args[0] == "tpsbench", line
+    command: click.Command = cli
+    path, parent = ["tpsbench"], None
+    args = args[1:]
+    while isinstance(command, click.Group):
+        parent = click.Context(command, info_name=path[-1], parent=parent)
+        found = command.get_command(parent, args[0])
+        assert found is not None, line
+        command, path = found, [*path, args.pop(0)]
+    return command.make_context(path[-1], args, parent=parent)
+
+
+def test_every_cheat_sheet_line_is_a_command_tpsbench_takes() -> None:
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"^## Cheat-sheet\n+```sh\n(.*?)\n```", readme, flags=re.MULTILINE | re.DOTALL)
+    assert block is not None
+    lines = block[1].splitlines()
+    assert len(lines) == 10
+    for line in lines:
+        _parse(line)
+    with pytest.raises(click.NoSuchOption):  # the check itself: an option tpsbench lacks fails
+        _parse("tpsbench runs --no-such-option")
 
 
 @pytest.mark.parametrize("page", ["README.md", *sorted(str(p.relative_to(ROOT)) for p in DOCS.rglob("*.md"))])
