@@ -8,7 +8,7 @@ and ``dask worker --nworkers 2 --nthreads 1`` started here as subprocesses, alte
 ``--rounds`` times. The cluster is started once, before the first run; its start is not
 measured, its idle CPU is (10 s, before the first run).
 
-``--dask quiet`` (the default) starts the Dask processes as the README advises for
+``--dask quiet`` (the default) starts the Dask processes as docs/distributed.md advises for
 benchmark clients: ``--memory-limit 0`` (no nanny polling the worker's memory 10 times a
 second), the event loop's tick and the system monitor at 1 s and 5 s, the profiler off
 (:data:`QUIET`); ``--dask default`` as Dask comes. Idle, the quiet cluster measured 5 ms/s
@@ -185,7 +185,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--warehouses", type=int, default=2)
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--dask", choices=("quiet", "default"), default="quiet",
-                        help="the Dask processes' settings: as the README advises for benchmark clients, or Dask's own")
+                        help="the Dask processes' settings: as docs/distributed.md advises for benchmark clients, or Dask's own")
     parser.add_argument("--label", default="", help="a note for the output header (the machine's state)")
     parser.add_argument("--out", type=Path, default=OUT)
     add_url_options(parser, DB, ("postgresql",), single=True)
