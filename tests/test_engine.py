@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import users_that_fit
+from conftest import unavailable, users_that_fit
 
 from tpsbench.engine.coordinator import RunOutcome, RunStatus, LoadStep, StepOutcome, run_steps
 from tpsbench.measure.reports import IntervalReport
@@ -159,21 +159,18 @@ def bounded(fn: Any, seconds: float) -> Any:
     return box["value"]
 
 
-def pg_available() -> bool:
-    try:
-        import psycopg
-
-        psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=2").close()
-        return True
-    except Exception:
-        return False
-
-
-needs_pg = pytest.mark.skipif(not pg_available(), reason="PostgreSQL not reachable on 127.0.0.1:5432")
+needs_pg = pytest.mark.postgresql
 
 
 @pytest.fixture
 def pg_ctx() -> RunContext:
+    """The counter table on PostgreSQL; skipped, or failed under CI=true, if the server is down."""
+    import psycopg
+
+    try:
+        psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=2").close()
+    except psycopg.OperationalError as exc:
+        unavailable("PostgreSQL at 127.0.0.1:5432", exc)
     return make_table(PG_URL)
 
 
@@ -294,8 +291,9 @@ def processes_that_ran(step: StepOutcome) -> set[str]:
 
 
 @needs_pg
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores for two workers")
 def test_default_workers_follow_the_workloads_users_per_worker(pg_ctx: RunContext) -> None:
+    if (os.cpu_count() or 1) < 2:
+        unavailable("two cores for two workers", f"this machine has {os.cpu_count()}")
     steps = [LoadStep(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5),
              LoadStep(users=5, duration_s=1.0, rampup_s=0.3, interval_s=0.5)]
     outcome = bounded(lambda: run_steps(pg_ctx, ThreePerWorker(), steps, live=None), 90)
