@@ -364,6 +364,7 @@ class PgCounters:
         self.database.close()
 
 
+@pytest.mark.slow
 @pytest.mark.postgresql
 def test_postgresql_counters_match_every_mode(sb_pg: str) -> None:
     """pg_stat_statements needs shared_preload_libraries (a restart), so the evidence is
@@ -404,6 +405,7 @@ def test_postgresql_counters_match_every_mode(sb_pg: str) -> None:
     counters.close()
 
 
+@pytest.mark.slow
 @pytest.mark.mysql
 def test_mariadb_session_status_matches_every_mode(sb_mysql: str) -> None:
     url = mysql_url(sb_mysql)
@@ -503,18 +505,21 @@ def sysbench_prepared_runs_like_sysbench(url: str, connection: list[str]) -> Non
             assert session.statement_counts == theirs, mode
 
 
+@pytest.mark.slow
 @pytest.mark.postgresql
 def test_postgresql_tables_prepared_by_sysbench(sb_pg: str) -> None:
     sysbench_prepared_runs_like_sysbench(pg_url(sb_pg), ["--db-driver=pgsql", f"--pgsql-host={PG_HOST}",
                                                          "--pgsql-user=postgres", f"--pgsql-db={sb_pg}"])
 
 
+@pytest.mark.slow
 @pytest.mark.mysql
 def test_mariadb_tables_prepared_by_sysbench(sb_mysql: str) -> None:
     sysbench_prepared_runs_like_sysbench(mysql_url(sb_mysql), [f"--mysql-host={MYSQL_HOST}", "--mysql-user=root",
                                                                f"--mysql-db={sb_mysql}"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", [pytest.param("postgresql", marks=pytest.mark.postgresql),
                                      pytest.param("mysql", marks=pytest.mark.mysql)])
 def test_odbc_runs_the_same_statements(backend: str, request: pytest.FixtureRequest) -> None:
@@ -538,6 +543,7 @@ def test_odbc_runs_the_same_statements(backend: str, request: pytest.FixtureRequ
 
 
 # -- through the engine ------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.postgresql
 def test_engine_runs_oltp_insert_and_the_rows_match_the_commits(sb_pg: str) -> None:
     from tpsbench.engine import coordinator as engine
@@ -564,6 +570,7 @@ def test_engine_runs_oltp_insert_and_the_rows_match_the_commits(sb_pg: str) -> N
     assert after["rows"] - before["rows"] == wl.expected_counts(commits)["rows"]
 
 
+@pytest.mark.slow
 @pytest.mark.postgresql
 @pytest.mark.parametrize("multiplex", [True, False], ids=["shared-thread", "thread-per-user"])
 def test_engine_qps_split_matches_postgresql_counters(sb_pg: str, multiplex: bool) -> None:
@@ -608,6 +615,7 @@ def test_engine_qps_split_matches_postgresql_counters(sb_pg: str, multiplex: boo
     counters.close()
 
 
+@pytest.mark.slow
 @pytest.mark.mysql
 def test_engine_on_mariadb_sends_every_statement_of_the_mix(sb_mysql: str) -> None:
     """oltp_read_write through the engine (users on the workers' shared threads, two
