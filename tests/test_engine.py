@@ -199,6 +199,7 @@ def test_sqlite_commits_equal_table_change(tmp_path: Any) -> None:
         commits(outcome), commits(outcome, "read"))
 
 
+@pytest.mark.slow
 @needs_pg
 def test_postgres_commits_equal_table_change_and_rampup_is_not_measured(pg_ctx: RunContext) -> None:
     seen: list[IntervalReport] = []
@@ -237,6 +238,7 @@ def test_postgres_commits_equal_table_change_and_rampup_is_not_measured(pg_ctx: 
         assert step.summary.qps["total"] == pytest.approx(sum(step.summary.statements.values()) / 1.5)
 
 
+@pytest.mark.slow
 @needs_pg
 def test_up_to_fifty_users_run_in_two_worker_processes(pg_ctx: RunContext) -> None:
     during: dict[str, Any] = {}
@@ -290,6 +292,7 @@ def processes_that_ran(step: StepOutcome) -> set[str]:
     return {kind for kind, count in step.total().statements.items() if kind.startswith("pid") and count > 0}
 
 
+@pytest.mark.slow
 @needs_pg
 def test_default_workers_follow_the_workloads_users_per_worker(pg_ctx: RunContext) -> None:
     if (os.cpu_count() or 1) < 2:
@@ -341,6 +344,7 @@ def test_a_user_that_cannot_open_its_session_is_a_step_problem_stored_and_report
     assert f"run {run_id} step 1 PROBLEM: {result.problems[0]}" in " ".join(render([data]).split())
 
 
+@pytest.mark.slow
 @needs_pg
 def test_killed_worker_ends_the_step_with_an_error_not_a_hang(pg_ctx: RunContext) -> None:
     killed: list[int] = []
@@ -364,6 +368,7 @@ def test_killed_worker_ends_the_step_with_an_error_not_a_hang(pg_ctx: RunContext
     assert second.summary is not None and second.summary.intervals == 2
 
 
+@pytest.mark.slow
 @needs_pg
 def test_terminated_backends_reconnect_and_the_step_completes(pg_ctx: RunContext) -> None:
     terminated: list[int] = []
@@ -400,6 +405,7 @@ def test_more_users_than_connections_is_refused_before_anything_starts(pg_ctx: R
     assert not [p for p in mp.active_children() if p.name.startswith("tpsbench-worker")]
 
 
+@pytest.mark.slow
 @needs_pg
 def test_ctrl_c_ends_the_run_within_five_seconds_keeping_finished_intervals(pg_ctx: RunContext) -> None:
     sent: list[float] = []
