@@ -52,6 +52,7 @@ def routines(url: str) -> set[str]:
         return {name for (name,) in conn.exec_driver_sql(ROUTINES_SQL[target.dialect])}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("url_fixture", [
     pytest.param("pg_url", marks=pytest.mark.postgresql), pytest.param("mysql_url", marks=pytest.mark.mysql)])
 def test_build_creates_and_drop_removes_the_stored_procedures(url_fixture: str, request: pytest.FixtureRequest) -> None:
@@ -107,6 +108,7 @@ def test_same_seed_same_data_with_1_and_4_workers(pg_url: str) -> None:
     assert other_seed["customer"] != one["customer"] and other_seed["order_line"] != one["order_line"]
 
 
+@pytest.mark.slow
 def test_existing_tables_need_drop_existing(sqlite_url: str) -> None:
     build("tpcc", 1, sqlite_url, seed=1, show_progress=False)
     with pytest.raises(TpsbenchError, match="already has tpcc tables"):

@@ -223,6 +223,7 @@ def cli(args: list[str], cluster: str) -> subprocess.CompletedProcess[str]:
                           env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.slow
 def test_clusters_that_cannot_run_are_refused_in_one_line_before_anything_is_stored(tpcc_pg: str,
                                                                                     tmp_path: Path) -> None:
     with pytest.raises(TpsbenchError, match=r"^cannot reach a Dask scheduler at tcp://127\.0\.0\.1:9 ") as unreachable:
