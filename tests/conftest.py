@@ -10,7 +10,8 @@ CI starts the servers and a silent skip there would hide a broken setup.
 
 ``built_tpcc_sqlite`` is a TPC-C scale 1 SQLite file built once per session (two
 seconds each time a test built its own); tests run on copies of it (:func:`copy_of`),
-never on it. ``deliverable_sigint`` lets a test's subprocesses get Ctrl-C even when the
+never on it. :func:`cli_in_process` runs a command that starts no processes without the
+interpreter start of ``python -m tpsbench``. ``deliverable_sigint`` lets a test's subprocesses get Ctrl-C even when the
 suite was started where SIGINT is ignored (``cmd &`` in a script, nohup).
 """
 
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import io
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -238,3 +241,35 @@ def sql_dialects() -> dict[str, Any]:
     from tpsbench.targets import target_classes
 
     return {cls.sql.name: cls.sql for cls in target_classes().values() if cls.sql.name != "sql"}
+
+
+def cli_in_process(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``tpsbench ARGS`` run in this process, as a finished subprocess would report it.
+
+    The CLI's own ``main`` (what ``python -m tpsbench`` calls after its signal set-up): its
+    one-line errors and exit codes, in ``cwd`` with no TPSBENCH_ settings but ``env``,
+    without the second of a new interpreter loading the libraries. A traceback the CLI
+    would print is an exception here, which fails the test as surely. For commands that
+    start no processes of their own (report, compare, plan, runs, drop, check, size).
+    """
+    from tpsbench.cli.main import main
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    code: int | str | None = 0
+    try:
+        for name in [name for name in os.environ if name.startswith("TPSBENCH_")]:
+            del os.environ[name]
+        os.environ.update(env or {})
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(list(args))
+            except SystemExit as exc:
+                code = exc.code
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    returncode = code if isinstance(code, int) else (0 if code is None else 1)
+    return subprocess.CompletedProcess(["tpsbench", *args], returncode, out.getvalue(), err.getvalue())

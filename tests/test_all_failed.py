@@ -31,6 +31,7 @@ statements = ["{statement}"]
     ("INSERT INTO ff_t (a, v) VALUES (1, 1)", "UNIQUE constraint failed: ff_t.a"),
     ("UPDATE ff_t SET v = -1 WHERE a = 2", "CHECK constraint failed"),
 ])
+@pytest.mark.slow
 def test_a_run_whose_every_transaction_failed_ends_failed_and_says_why(tmp_path: Path, statement: str,
                                                                       error: str) -> None:
     (tmp_path / "w.toml").write_text(WORKLOAD.format(statement=statement))

@@ -52,6 +52,7 @@ def routines(url: str) -> set[str]:
         return {name for (name,) in conn.exec_driver_sql(ROUTINES_SQL[target.dialect])}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("url_fixture", [
     pytest.param("pg_url", marks=pytest.mark.postgresql), pytest.param("mysql_url", marks=pytest.mark.mysql)])
 def test_build_creates_and_drop_removes_the_stored_procedures(url_fixture: str, request: pytest.FixtureRequest) -> None:
@@ -62,19 +63,19 @@ def test_build_creates_and_drop_removes_the_stored_procedures(url_fixture: str, 
     assert routines(url) == set() and not open_target(url).table_names() & set(TPCC.tables)
 
 
-@pytest.mark.parametrize("scale", [1, 4])
+@pytest.mark.parametrize("scale", [1, pytest.param(4, marks=pytest.mark.slow)])
 def test_sqlite_build_and_check(sqlite_url: str, scale: int) -> None:
     assert_built_and_consistent(sqlite_url, scale, workers=1)
 
 
 @pytest.mark.postgresql
-@pytest.mark.parametrize("scale", [1, 4])
+@pytest.mark.parametrize("scale", [1, pytest.param(4, marks=pytest.mark.slow)])
 def test_postgresql_build_and_check(pg_url: str, scale: int) -> None:
     assert_built_and_consistent(pg_url, scale, workers=2)
 
 
 @pytest.mark.mysql
-@pytest.mark.parametrize("scale", [1, 4])
+@pytest.mark.parametrize("scale", [1, pytest.param(4, marks=pytest.mark.slow)])
 def test_mariadb_build_and_check(mysql_url: str, scale: int) -> None:
     assert_built_and_consistent(mysql_url, scale, workers=2)
 
@@ -94,6 +95,7 @@ def table_digests(url: str) -> dict[str, str]:
     return digests
 
 
+@pytest.mark.slow
 @pytest.mark.postgresql
 def test_same_seed_same_data_with_1_and_4_workers(pg_url: str) -> None:
     build("tpcc", 4, pg_url, workers=1, seed=5, load_time=LOAD_TIME, show_progress=False)
@@ -106,6 +108,7 @@ def test_same_seed_same_data_with_1_and_4_workers(pg_url: str) -> None:
     assert other_seed["customer"] != one["customer"] and other_seed["order_line"] != one["order_line"]
 
 
+@pytest.mark.slow
 def test_existing_tables_need_drop_existing(sqlite_url: str) -> None:
     build("tpcc", 1, sqlite_url, seed=1, show_progress=False)
     with pytest.raises(TpsbenchError, match="already has tpcc tables"):
@@ -125,6 +128,7 @@ def test_drop_removes_only_tpsbench_tables(sqlite_url: str) -> None:
     assert target.table_names() == {"users_own_table"}
 
 
+@pytest.mark.slow
 def test_interrupted_build_is_reported_and_recovered(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TPSBENCH_DB"}
     cmd = [sys.executable, "-m", "tpsbench", "build", "tpcc", "--scale", "3", "--loaders", "1"]

@@ -118,6 +118,7 @@ def merged_exactly(record: RunRecord, seen: list[tuple[int, IntervalReport]]) ->
         assert report.histogram().count() == sum(p.histogram().count() for p in parts)
 
 
+@pytest.mark.slow
 def test_tpcc_on_two_dask_workers_merges_exactly_and_stores_every_host(cluster: Any, tpcc_pg: str, tmp_path: Path,
                                                                           seen: list[tuple[int, IntervalReport]]
                                                                           ) -> None:
@@ -141,6 +142,7 @@ def test_tpcc_on_two_dask_workers_merges_exactly_and_stores_every_host(cluster: 
     assert any(line.endswith(f",Worker host {HOST} driver CPU (%),{here['driver']:.1f}") for line in lines), lines
 
 
+@pytest.mark.slow
 def test_sysbench_on_two_dask_workers(cluster: Any, sysbench_pg: str, tmp_path: Path,
                                       seen: list[tuple[int, IntervalReport]]) -> None:
     record = on_cluster(cluster, "sysbench", sysbench_pg, tmp_path, options={"mode": "oltp_insert"})
@@ -150,6 +152,7 @@ def test_sysbench_on_two_dask_workers(cluster: Any, sysbench_pg: str, tmp_path: 
     merged_exactly(record, seen)
 
 
+@pytest.mark.slow
 def test_a_killed_dask_worker_is_a_problem_of_the_step_which_completes(cluster: Any, tpcc_pg: str,
                                                                       tmp_path: Path) -> None:
     pids = cluster.run(os.getpid)
@@ -178,6 +181,7 @@ def test_a_killed_dask_worker_is_a_problem_of_the_step_which_completes(cluster: 
     cluster.wait_for_workers(2, timeout=60)  # its nanny starts it again, for the tests after this one
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_a_cluster_run_within_5_s_keeping_its_intervals(cluster: Any, tpcc_pg: str, tmp_path: Path,
                                                                      deliverable_sigint: None) -> None:
     cluster.wait_for_workers(2, timeout=60)
@@ -219,6 +223,7 @@ def cli(args: list[str], cluster: str) -> subprocess.CompletedProcess[str]:
                           env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.slow
 def test_clusters_that_cannot_run_are_refused_in_one_line_before_anything_is_stored(tpcc_pg: str,
                                                                                     tmp_path: Path) -> None:
     with pytest.raises(TpsbenchError, match=r"^cannot reach a Dask scheduler at tcp://127\.0\.0\.1:9 ") as unreachable:

@@ -85,6 +85,7 @@ def cli_run(args: list[str], cwd: Path) -> tuple[int, float, str, str]:
     return proc.returncode, time.monotonic() - began, out, err
 
 
+@pytest.mark.slow
 def test_bad_cluster_addresses_end_in_one_line_within_10_s(built_tpcc_sqlite: Path, tmp_path: Path,
                                                            not_dask: tuple[int, int]) -> None:
     db = copy_of(built_tpcc_sqlite, tmp_path)
@@ -115,6 +116,7 @@ def test_bad_cluster_addresses_end_in_one_line_within_10_s(built_tpcc_sqlite: Pa
     assert not results.exists()  # refused before the results store was even opened
 
 
+@pytest.mark.slow
 def test_a_sqlite_file_relative_to_this_folder_is_refused_for_a_dask_run(built_tpcc_sqlite: Path,
                                                                          tmp_path: Path) -> None:
     copy_of(built_tpcc_sqlite, tmp_path)

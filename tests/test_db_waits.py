@@ -237,6 +237,7 @@ def test_a_locked_hot_table_during_a_sysbench_step(server: Target, tmp_path: Pat
     assert cpu["server"] > 0 and cpu["others"] >= 0, cpu
 
 
+@pytest.mark.slow
 def test_sqlite_has_no_waits_observer_and_no_server_share(built_tpcc_sqlite: Path, tmp_path: Path) -> None:
     url = copy_of(built_tpcc_sqlite, tmp_path)
     record = tpsbench.run(tpsbench.RunConfig("tpcc", url, users=[1], rampup_s=0.5, duration_s=1.0, interval_s=0.5,

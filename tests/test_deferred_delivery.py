@@ -253,6 +253,7 @@ def short_run(url: str, results: str, delivery: str) -> Any:
                          options={"delivery": delivery}, results_url=results), live=None)
 
 
+@pytest.mark.slow
 def test_deferred_run_reports_queue_and_execution_apart_and_passes_the_checks(server: str, tmp_path: Any) -> None:
     record = short_run(server, f"sqlite:///{tmp_path}/r.db", "deferred")
     assert record.status == "completed" and not record.outcome.steps[0].problems
@@ -273,6 +274,7 @@ def test_deferred_run_reports_queue_and_execution_apart_and_passes_the_checks(se
     assert {n: r.violations for n, r in results.items() if n != 11 and not r.passed} == {}
 
 
+@pytest.mark.slow
 @pytest.mark.postgresql
 def test_inline_run_has_no_timings_and_the_terminals_deliver(tmp_path: Any) -> None:
     with scratch_pg_database() as url:

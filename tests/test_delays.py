@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import copy_of
 from scipy import stats
 
-from tpsbench.commands.build import build
 from tpsbench.commands.run import RunConfig, run
 from tpsbench.core.delays import Delay, parse_delay, waits_of
 from tpsbench.core.errors import TpsbenchError
@@ -93,10 +93,9 @@ def test_fixed_waits_are_fixed_and_each_user_draws_its_own_stream() -> None:
 
 
 @pytest.fixture(scope="module")
-def tpcc_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    url = f"sqlite:///{tmp_path_factory.mktemp('delays') / 'tpcc.db'}"
-    build("tpcc", 1, url, show_progress=False)
-    return url
+def tpcc_db(built_tpcc_sqlite: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A copy of the session's TPC-C database, shared by this module's runs."""
+    return copy_of(built_tpcc_sqlite, tmp_path_factory.mktemp("delays"))
 
 
 def one_step(url: str, tmp_path: Path, **options: str) -> Any:

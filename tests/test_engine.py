@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import users_that_fit
+from conftest import unavailable, users_that_fit
 
 from tpsbench.engine.coordinator import RunOutcome, RunStatus, LoadStep, StepOutcome, run_steps
 from tpsbench.measure.reports import IntervalReport
@@ -159,21 +159,18 @@ def bounded(fn: Any, seconds: float) -> Any:
     return box["value"]
 
 
-def pg_available() -> bool:
-    try:
-        import psycopg
-
-        psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=2").close()
-        return True
-    except Exception:
-        return False
-
-
-needs_pg = pytest.mark.skipif(not pg_available(), reason="PostgreSQL not reachable on 127.0.0.1:5432")
+needs_pg = pytest.mark.postgresql
 
 
 @pytest.fixture
 def pg_ctx() -> RunContext:
+    """The counter table on PostgreSQL; skipped, or failed under CI=true, if the server is down."""
+    import psycopg
+
+    try:
+        psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=2").close()
+    except psycopg.OperationalError as exc:
+        unavailable("PostgreSQL at 127.0.0.1:5432", exc)
     return make_table(PG_URL)
 
 
@@ -202,6 +199,7 @@ def test_sqlite_commits_equal_table_change(tmp_path: Any) -> None:
         commits(outcome), commits(outcome, "read"))
 
 
+@pytest.mark.slow
 @needs_pg
 def test_postgres_commits_equal_table_change_and_rampup_is_not_measured(pg_ctx: RunContext) -> None:
     seen: list[IntervalReport] = []
@@ -240,6 +238,7 @@ def test_postgres_commits_equal_table_change_and_rampup_is_not_measured(pg_ctx: 
         assert step.summary.qps["total"] == pytest.approx(sum(step.summary.statements.values()) / 1.5)
 
 
+@pytest.mark.slow
 @needs_pg
 def test_up_to_fifty_users_run_in_two_worker_processes(pg_ctx: RunContext) -> None:
     during: dict[str, Any] = {}
@@ -293,9 +292,11 @@ def processes_that_ran(step: StepOutcome) -> set[str]:
     return {kind for kind, count in step.total().statements.items() if kind.startswith("pid") and count > 0}
 
 
+@pytest.mark.slow
 @needs_pg
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores for two workers")
 def test_default_workers_follow_the_workloads_users_per_worker(pg_ctx: RunContext) -> None:
+    if (os.cpu_count() or 1) < 2:
+        unavailable("two cores for two workers", f"this machine has {os.cpu_count()}")
     steps = [LoadStep(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5),
              LoadStep(users=5, duration_s=1.0, rampup_s=0.3, interval_s=0.5)]
     outcome = bounded(lambda: run_steps(pg_ctx, ThreePerWorker(), steps, live=None), 90)
@@ -343,6 +344,7 @@ def test_a_user_that_cannot_open_its_session_is_a_step_problem_stored_and_report
     assert f"run {run_id} step 1 PROBLEM: {result.problems[0]}" in " ".join(render([data]).split())
 
 
+@pytest.mark.slow
 @needs_pg
 def test_killed_worker_ends_the_step_with_an_error_not_a_hang(pg_ctx: RunContext) -> None:
     killed: list[int] = []
@@ -366,6 +368,7 @@ def test_killed_worker_ends_the_step_with_an_error_not_a_hang(pg_ctx: RunContext
     assert second.summary is not None and second.summary.intervals == 2
 
 
+@pytest.mark.slow
 @needs_pg
 def test_terminated_backends_reconnect_and_the_step_completes(pg_ctx: RunContext) -> None:
     terminated: list[int] = []
@@ -402,6 +405,7 @@ def test_more_users_than_connections_is_refused_before_anything_starts(pg_ctx: R
     assert not [p for p in mp.active_children() if p.name.startswith("tpsbench-worker")]
 
 
+@pytest.mark.slow
 @needs_pg
 def test_ctrl_c_ends_the_run_within_five_seconds_keeping_finished_intervals(pg_ctx: RunContext) -> None:
     sent: list[float] = []

@@ -24,6 +24,9 @@ from test_signals import EXIT, WITHIN_S, _env, _signal_after, after
 from tpsbench.commands.check import check
 from tpsbench.results.store import ResultsStore
 
+#: each test runs commands through to a signal at several moments: seconds each
+pytestmark = pytest.mark.slow
+
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 SAID = {signal.SIGINT: "tpsbench: interrupted", signal.SIGTERM: "tpsbench: terminated",
         signal.SIGHUP: "tpsbench: hung up"}

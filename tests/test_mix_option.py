@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import copy_of
 
-from tpsbench.commands.build import build
 from tpsbench.commands.run import RunConfig, run
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.parse import parse_mix
@@ -48,9 +48,8 @@ def test_a_mix_that_cannot_be_meant_is_one_line(text: str, needle: str) -> None:
 
 
 @pytest.mark.slow
-def test_a_run_realises_the_asked_mix_and_keeps_it(tmp_path: Path) -> None:
-    db, results = f"sqlite:///{tmp_path / 'tpcc.db'}", f"sqlite:///{tmp_path / 'results.db'}"
-    build("tpcc", 1, db)
+def test_a_run_realises_the_asked_mix_and_keeps_it(built_tpcc_sqlite: Path, tmp_path: Path) -> None:
+    db, results = copy_of(built_tpcc_sqlite, tmp_path), f"sqlite:///{tmp_path / 'results.db'}"
     with pytest.raises(TpsbenchError, match="unknown transaction 'x'"):  # refused before anything is stored
         run(RunConfig(workload="tpcc", url=db, users=[2], options={"mix": "x=1"}, results_url=results),
             live=None, observers=[])

@@ -237,6 +237,7 @@ def test_a_lost_connection_goes_back_to_its_users_thread(server: Db, think_s: fl
     assert report.reconnects == 4 and report.total("errors") == 0, (report.reconnects, report.error_counts)
 
 
+@pytest.mark.slow
 def test_engine_step_survives_every_backend_killed_with_users_on_the_shared_thread(server: Db) -> None:
     """Through the whole engine (one worker, users on its shared thread): every backend of
     the run killed mid-step; the users reconnect on their own threads, are hosted again,

@@ -19,14 +19,21 @@ from pathlib import Path
 import psycopg
 import pytest
 import sqlalchemy as sa
-from conftest import copy_of
+from conftest import cli_in_process, copy_of
 
 from tpsbench.core.meta import ACTIVE, write_meta
 from tpsbench.results.schema import marker_table, store_info_table
 from tpsbench.targets import open_target
 
+#: every test here runs the CLI on a store of two recorded runs (a few CLI runs to make)
+pytestmark = pytest.mark.slow
+
 
 def tpsbench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The CLI in ``cwd`` with no TPSBENCH_ settings: a process of its own for run and build,
+    which start processes, the others in this one (conftest.cli_in_process)."""
+    if args[0] not in ("run", "build"):
+        return cli_in_process(*args, cwd=cwd)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")}
     return subprocess.run([sys.executable, "-m", "tpsbench", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)

@@ -273,6 +273,7 @@ def failed_checks(url: str) -> dict[int, int | None]:
     return {r.number: r.violations for r in tpsbench.check(NAME, url) if not r.passed}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("database", ["sqlite_url", "pg_url"])
 def test_own_workload_builds_runs_and_checks(database: str, toy_folder: Path, tmp_path: Path,
                                              request: pytest.FixtureRequest) -> None:
@@ -331,6 +332,7 @@ def tpsbench_cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.Compl
                           text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_cli_finds_own_workload(toy_folder: Path, sqlite_url: str, tmp_path: Path) -> None:
     """The CLI sees the folder through TPSBENCH_WORKLOADS alone: help lists it, its preset
     builds, a run completes honestly and the report shows the run.

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import users_that_fit
+from pathlib import Path
+
+from conftest import copy_of, users_that_fit
 
 from tpsbench.commands.build import build
 from tpsbench.commands.check import check
@@ -13,7 +15,7 @@ from tpsbench.workloads.tpcc.mix import WEIGHTS
 
 
 def short_run(url: str, results: str, users: list[int], **overrides: object) -> object:
-    config = RunConfig("tpcc", url, users=users, rampup_s=1.0, duration_s=4.0, interval_s=2.0, seed=3,
+    config = RunConfig("tpcc", url, users=users, rampup_s=0.5, duration_s=2.0, interval_s=1.0, seed=3,
                        results_url=results, storage="test pool", options={"think": "off"})
     for key, value in overrides.items():
         setattr(config, key, value)
@@ -27,8 +29,8 @@ def assert_consistent_after_run(url: str) -> None:
     assert not failed
 
 
-def test_sqlite_run_records_steps_and_is_honest(sqlite_url: str, tmp_path) -> None:
-    build("tpcc", 1, sqlite_url, show_progress=False)
+def test_sqlite_run_records_steps_and_is_honest(built_tpcc_sqlite: Path, tmp_path: Path) -> None:
+    sqlite_url = copy_of(built_tpcc_sqlite, tmp_path)
     results = f"sqlite:///{tmp_path}/results.db"
     record = short_run(sqlite_url, results, [1, 3])
     assert record.status == "completed"
@@ -41,8 +43,9 @@ def test_sqlite_run_records_steps_and_is_honest(sqlite_url: str, tmp_path) -> No
     assert_consistent_after_run(sqlite_url)
 
 
-def test_mix_is_within_one_point_of_target(sqlite_url: str, tmp_path) -> None:
-    build("tpcc", 1, sqlite_url, show_progress=False)
+@pytest.mark.slow
+def test_mix_is_within_one_point_of_target(built_tpcc_sqlite: Path, tmp_path: Path) -> None:
+    sqlite_url = copy_of(built_tpcc_sqlite, tmp_path)
     record = short_run(sqlite_url, f"sqlite:///{tmp_path}/r.db", [4], duration_s=10.0)
     summary = record.outcome.steps[0].summary
     total = sum(t.commits + t.rollbacks for t in summary.txns.values())
@@ -60,6 +63,7 @@ def test_run_without_build_is_refused_in_one_line(sqlite_url: str, tmp_path) -> 
         short_run(sqlite_url, f"sqlite:///{tmp_path}/r.db", [1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["pg_url", "mysql_url"])
 def test_server_runs_pass_checks_and_honesty(server: str, request: pytest.FixtureRequest, tmp_path) -> None:
     url = request.getfixturevalue(server)

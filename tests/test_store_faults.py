@@ -100,6 +100,7 @@ def read_runs(url: str, start: Any, stop: Any, out: Any) -> None:
         out.put(("reader", f"{type(exc).__name__}: {exc}"))
 
 
+@pytest.mark.slow
 def test_two_processes_write_one_sqlite_store_at_once_and_keep_every_row(tmp_path: Path) -> None:
     """Two writers create the same new store at the same moment and store their runs'
     intervals as fast as they can while a reader reads: no "database is locked", distinct
@@ -133,6 +134,7 @@ def test_two_processes_write_one_sqlite_store_at_once_and_keep_every_row(tmp_pat
         assert data.steps[0].summary is not None and data.steps[0].summary.total("commits") == 30 * INTERVALS
 
 
+@pytest.mark.slow
 def test_two_cli_runs_at_once_on_two_databases_into_one_store(built_tpcc_sqlite: Path, tmp_path: Path) -> None:
     """Two `tpsbench run`s at once, each on its own database, into one results store, with
     `tpsbench runs` reading it meanwhile: both complete, honestly, with their own run ids."""
@@ -216,6 +218,7 @@ FAULTS: dict[str, tuple[Callable[[Path], None], Callable[[Path], None]]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cause", FAULTS)
 def test_a_store_that_cannot_be_written_mid_run_stops_it_in_one_line_and_keeps_what_was_written(
         cause: str, small_disk: Path, built_tpcc_sqlite: Path, tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 import psycopg
 import pymysql
 import pytest
-from conftest import scratch_mysql_database, scratch_pg_database
+from conftest import scratch_mysql_database, scratch_pg_database, unavailable
 from sqlalchemy.engine import make_url
 import sqlalchemy as sa
 
@@ -62,13 +62,6 @@ def prepare(url: str, tables: int, table_size: int, *, seed: int = 0, **kwargs: 
     """``tpsbench build sysbench --tables N --table-size M``, quietly."""
     return build("sysbench", tables, url, seed=seed, show_progress=False,
                  options={"table_size": str(table_size)}, **kwargs)
-
-
-def unavailable(what: str, why: object = "") -> None:
-    message = f"{what} is not available: {str(why).strip().splitlines()[0] if str(why).strip() else 'missing'}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 def need_sysbench() -> str:
@@ -179,7 +172,10 @@ def test_statements_are_oltp_common_lua_statements() -> None:
 
 @pytest.mark.parametrize("dialect", ["postgresql", "mysql", "sqlite", "mssql"])
 def test_ddl_template_expands_to_sysbench_tables(dialect: str) -> None:
-    sqlglot = pytest.importorskip("sqlglot")
+    try:
+        import sqlglot
+    except ImportError as exc:
+        unavailable("sqlglot (the test extra)", exc)
     tables, indexes = split_ddl(schema_file("sysbench", dialect).read_text())
     read = {"postgresql": "postgres", "mssql": "tsql"}.get(dialect, dialect)
     created = [sqlglot.parse_one(s, read=read) for s in table_ddl(tables, 2)]
@@ -368,6 +364,7 @@ class PgCounters:
         self.database.close()
 
 
+@pytest.mark.slow
 @pytest.mark.postgresql
 def test_postgresql_counters_match_every_mode(sb_pg: str) -> None:
     """pg_stat_statements needs shared_preload_libraries (a restart), so the evidence is
@@ -408,6 +405,7 @@ def test_postgresql_counters_match_every_mode(sb_pg: str) -> None:
     counters.close()
 
 
+@pytest.mark.slow
 @pytest.mark.mysql
 def test_mariadb_session_status_matches_every_mode(sb_mysql: str) -> None:
     url = mysql_url(sb_mysql)
@@ -507,18 +505,21 @@ def sysbench_prepared_runs_like_sysbench(url: str, connection: list[str]) -> Non
             assert session.statement_counts == theirs, mode
 
 
+@pytest.mark.slow
 @pytest.mark.postgresql
 def test_postgresql_tables_prepared_by_sysbench(sb_pg: str) -> None:
     sysbench_prepared_runs_like_sysbench(pg_url(sb_pg), ["--db-driver=pgsql", f"--pgsql-host={PG_HOST}",
                                                          "--pgsql-user=postgres", f"--pgsql-db={sb_pg}"])
 
 
+@pytest.mark.slow
 @pytest.mark.mysql
 def test_mariadb_tables_prepared_by_sysbench(sb_mysql: str) -> None:
     sysbench_prepared_runs_like_sysbench(mysql_url(sb_mysql), [f"--mysql-host={MYSQL_HOST}", "--mysql-user=root",
                                                                f"--mysql-db={sb_mysql}"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", [pytest.param("postgresql", marks=pytest.mark.postgresql),
                                      pytest.param("mysql", marks=pytest.mark.mysql)])
 def test_odbc_runs_the_same_statements(backend: str, request: pytest.FixtureRequest) -> None:
@@ -542,9 +543,10 @@ def test_odbc_runs_the_same_statements(backend: str, request: pytest.FixtureRequ
 
 
 # -- through the engine ------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.postgresql
 def test_engine_runs_oltp_insert_and_the_rows_match_the_commits(sb_pg: str) -> None:
-    engine = pytest.importorskip("tpsbench.engine.coordinator")
+    from tpsbench.engine import coordinator as engine
     url = pg_url(sb_pg)
     prepare(url, TABLES, SIZE, seed=2)
     target = open_target(url)
@@ -568,6 +570,7 @@ def test_engine_runs_oltp_insert_and_the_rows_match_the_commits(sb_pg: str) -> N
     assert after["rows"] - before["rows"] == wl.expected_counts(commits)["rows"]
 
 
+@pytest.mark.slow
 @pytest.mark.postgresql
 @pytest.mark.parametrize("multiplex", [True, False], ids=["shared-thread", "thread-per-user"])
 def test_engine_qps_split_matches_postgresql_counters(sb_pg: str, multiplex: bool) -> None:
@@ -577,7 +580,7 @@ def test_engine_qps_split_matches_postgresql_counters(sb_pg: str, multiplex: boo
     every read is one index scan; every write changed exactly one row and every other DML
     statement none (ids are primary keys); a duplicate-key INSERT that ended a transaction
     (an expected rollback) may have left a row counted by the server and not by us."""
-    engine = pytest.importorskip("tpsbench.engine.coordinator")
+    from tpsbench.engine import coordinator as engine
     url = pg_url(sb_pg)
     prepare(url, TABLES, SIZE, seed=2)
     with psycopg.connect(host=PG_HOST, user="postgres", dbname=sb_pg, autocommit=True) as conn:
@@ -612,12 +615,13 @@ def test_engine_qps_split_matches_postgresql_counters(sb_pg: str, multiplex: boo
     counters.close()
 
 
+@pytest.mark.slow
 @pytest.mark.mysql
 def test_engine_on_mariadb_sends_every_statement_of_the_mix(sb_mysql: str) -> None:
     """oltp_read_write through the engine (users on the workers' shared threads, two
     steps): MariaDB's own statement counters (global Com_*, which only this test moves
     while it runs) agree with the statements the engine reported and with the mix."""
-    engine = pytest.importorskip("tpsbench.engine.coordinator")
+    from tpsbench.engine import coordinator as engine
     url = mysql_url(sb_mysql)
     prepare(url, TABLES, SIZE, seed=2)
     wl, ctx = configured(url, "oltp_read_write", {"rand_type": "uniform"}, seed=13)

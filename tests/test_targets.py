@@ -22,6 +22,7 @@ import pyodbc
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
+from conftest import unavailable
 
 from tpsbench.core.batch import Batch
 from tpsbench.core.errors import TpsbenchError
@@ -303,9 +304,9 @@ def test_unknown_role(kind: str, request: pytest.FixtureRequest, require: Callab
 def test_unreachable_server(kind: str, host: str, port: int | None) -> None:
     backend, _, driver = kind.partition("+")
     if driver == "mysqldb" and not importlib.util.find_spec("MySQLdb"):
-        pytest.skip("mysqlclient is not installed")
+        unavailable("mysqlclient", "not installed")
     if driver == "pyodbc" and ODBC_DRIVERS[backend] not in pyodbc.drivers():
-        pytest.skip(f"ODBC driver {ODBC_DRIVERS[backend]!r} is not installed")
+        unavailable(f"ODBC driver {ODBC_DRIVERS[backend]!r}", f"installed: {pyodbc.drivers()}")
     query = {"driver": ODBC_DRIVERS[backend]} if driver == "pyodbc" else {}
     url = sa.engine.URL.create(kind, username="root", host=host, port=port, database="tpsb_tgt_x", query=query)
     target = open_target(url.render_as_string())

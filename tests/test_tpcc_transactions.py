@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -36,7 +35,7 @@ from tpsbench.workloads.tpcc.mix import KEYING_S, THINK_MEAN_S, TRANSACTIONS, WE
 from tpsbench.workloads.tpcc.new_order import UNUSED_ITEM, NewOrderInputs
 from tpsbench.workloads.tpcc.payment import PaymentInputs
 from tpsbench.workloads.tpcc.session import TpccSession
-from conftest import sql_dialects
+from conftest import sql_dialects, unavailable
 from tpsbench.workloads.tpcc.sql import statements
 
 SCALE = 2
@@ -45,13 +44,6 @@ LOAD_TIME = "2026-01-02 03:04:05"
 
 
 # -- fixtures ----------------------------------------------------------------------------
-def _unavailable(what: str, why: object) -> None:
-    message = f"{what} is not available: {str(why).strip().splitlines()[0] if str(why).strip() else 'missing'}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 def _server_database(backend: str) -> Iterator[str]:
     """A scratch database on the server (see conftest), dropped afterwards."""
     with (scratch_pg_database if backend == "postgresql" else scratch_mysql_database)() as url:
@@ -112,7 +104,7 @@ def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
         build("tpcc", SCALE, url, workers=2, seed=SEED, load_time=LOAD_TIME, show_progress=False)
         target = open_target(url)
         if path and path not in target.client_paths():
-            _unavailable(f"--client {path}", target.client_path_missing(path))
+            unavailable(f"--client {path}", target.client_path_missing(path))
         meta = read_meta(target, "tpcc")
         constants = {k.removeprefix("const_"): int(v) for k, v in meta.items() if k.startswith("const_")}
         ctx = RunContext("tpcc", url, int(meta["scale"]), 99, constants, {"think": "off"})
@@ -494,7 +486,7 @@ def test_mix_through_odbc(db: Db, mode: str) -> None:
     if driver is None:
         pytest.skip("no ODBC path for SQLite here")
     if driver not in pyodbc.drivers():
-        _unavailable(f"ODBC driver {driver!r}", f"installed: {pyodbc.drivers()}")
+        unavailable(f"ODBC driver {driver!r}", f"installed: {pyodbc.drivers()}")
     url = make_url(db.url)
     url = url.set(drivername=f"{url.get_backend_name()}+pyodbc", query={"driver": driver})
     text = url.render_as_string(hide_password=False)
