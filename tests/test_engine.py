@@ -325,7 +325,7 @@ def test_a_user_that_cannot_open_its_session_is_a_step_problem_stored_and_report
     in the results store and under the report's table (not only as an error count)."""
     from tpsbench.report.table import render
     from tpsbench.results.store import PROBLEM, ResultsStore
-    from tpsbench.commands.run import _finish_step
+    from tpsbench.commands.step_end import finish_step
 
     ctx = make_table(f"sqlite:///{tmp_path / 'counter.db'}")
     step = LoadStep(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5)
@@ -337,7 +337,7 @@ def test_a_user_that_cannot_open_its_session_is_a_step_problem_stored_and_report
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.db'}")
     run_id = store.start_run("counter", db_url=ctx.url)
     said: list[str] = []
-    _finish_step(store, run_id, result, said.append)
+    finish_step(store, run_id, result, said.append)
     assert said == [f"step 1 PROBLEM: {result.problems[0]}"]
     data = store.load_run(run_id)
     assert [(e.step, e.txn, e.message) for e in data.errors if e.txn == PROBLEM] == [(1, PROBLEM, result.problems[0])]
