@@ -113,11 +113,18 @@ def test_a_remote_server_is_undetermined_in_one_line_and_the_run_records_what_it
     remote = sbtest.replace("@127.0.0.1:", "@127.1:").replace("@localhost:", "@127.1:")
     assert "@127.1:" in remote
     verdicts, live, data = judged(sysbench(remote, "oltp_point_select", [2], tmp_path))
-    assert verdicts[1].kind == "undetermined", verdicts[1]
-    assert live[1] == verdicts[1].text and live[1].startswith("undetermined: the server is remote (127.1)")
+    readings = data.readings(1)
+    # nothing of the server's is read, so nothing of the server's is named: undetermined,
+    # unless this host's CPUs were saturated with the driver the largest share of them (the
+    # "remote" server runs here, so its CPU counts as others': on a busy host either way)
+    cpu = readings["host_cpu"]
+    driver_largest = cpu["driver"] >= cpu.get("others", 0.0) and 100.0 - cpu["idle"] - cpu["iowait"] >= 90.0
+    assert verdicts[1].kind == ("driver_cpu" if driver_largest and verdicts[1].kind == "driver_cpu"
+                                else "undetermined"), (verdicts[1], cpu)
+    assert live[1] == verdicts[1].text
+    assert verdicts[1].kind == "driver_cpu" or live[1].startswith("undetermined: the server is remote (127.1)")
     step = data.steps[0]
     assert step.summary is not None and step.summary.tps > 0
-    readings = data.readings(1)
     assert readings["host_cpu"]["driver"] >= 0 and "server" not in readings["host_cpu"]
     assert readings["db_waits"]["active"] >= 0  # the server's own view of its sessions still read
     report = subprocess.run([sys.executable, "-m", "tpsbench", "report", str(data.run.id), "--results",
