@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tpsbench.measure import bottleneck as b
-from tpsbench.measure.bottleneck import KINDS, StepContext, Verdict, unloaded_awaits, verdict
+from tpsbench.measure.bottleneck import KINDS, StepContext, Verdict, kept_up, unloaded_awaits, verdict
 from tpsbench.measure.io_per_txn import io_per_txn
 from tpsbench.report.limits import context_of
 
@@ -234,3 +234,13 @@ def test_the_verdict_on_readings_recorded_from_real_runs(name: str) -> None:
             assert found.subject == document["device"] and found.text.startswith(f"storage: {document['device']}, ")
         if name.startswith("locks_"):
             assert found.subject == "sbtest1", found
+
+
+def test_a_paced_step_kept_up_where_only_the_window_s_edge_is_short() -> None:
+    """60 arrivals at 20/s for 3 s with 2 users: 58 completed and nothing queued is the
+    window's edge; a deeper shortfall, or arrivals left waiting, is a backlog."""
+    assert kept_up(20.0, 60 / 3, 0.0, 2, 3.0) and kept_up(20.0, 59.5 / 3, 5.0, 2, 3.0)
+    assert kept_up(20.0, 58 / 3, 0.0, 2, 3.0)
+    assert not kept_up(20.0, 58 / 3, 1.0, 2, 3.0) and not kept_up(20.0, 58 / 3, None, 2, 3.0)
+    assert not kept_up(20.0, 57 / 3, 0.0, 2, 3.0)
+    assert not kept_up(0.0, 0.0, 0.0, 2, 3.0)

@@ -57,11 +57,12 @@ def working_share(summary: SteadySummary | None) -> float | None:
 
 
 def context_of(config: Mapping[str, Any], users: int, readings: Readings, unloaded: Mapping[str, float],
-               db_url: str | None, working: float | None = None) -> StepContext:
+               db_url: str | None, working: float | None = None, seconds: float = 0.0) -> StepContext:
     """A step's verdict context from its run's stored configuration (options, detected
     storage), its database's URL (SQLite is embedded in the driver) and its steady readings
-    (pacing), and the ``working`` share of its users' time (:func:`working_share`); a run
-    stored before a key existed reads as a closed loop without waits on a local server."""
+    (pacing), the ``working`` share of its users' time (:func:`working_share`) and its steady
+    window's ``seconds``; a run stored before a key existed reads as a closed loop without
+    waits on a local server."""
     pacing = readings.get(PACING, {})
     try:
         waits = waits_of(config.get("options") or {})
@@ -70,7 +71,8 @@ def context_of(config: Mapping[str, Any], users: int, readings: Readings, unload
         waited = False
     detected = (config.get("storage") or {}).get("detected") or {}
     return StepContext(users=users, offered_per_s=pacing.get("offered_per_s"),
-                       achieved_per_s=pacing.get("achieved_per_s"), waits=bool(waited),
+                       achieved_per_s=pacing.get("achieved_per_s"), queue_end=pacing.get("queue_end"),
+                       seconds=seconds, waits=bool(waited),
                        local=not detected.get("remote"), host=str(detected.get("host") or ""),
                        devices=_device_names(detected), unloaded=unloaded,
                        embedded=(db_url or "").startswith(EMBEDDED), working=working)
@@ -81,7 +83,8 @@ def step_verdict(config: Mapping[str, Any], db_url: str, users: int, readings: R
     """A step's verdict as the run goes (the live line): each device's unloaded await the
     lowest of this step's and the ``earlier`` steps' steady readings."""
     unloaded = unloaded_awaits([*earlier, readings])
-    return verdict(readings, context_of(config, users, readings, unloaded, db_url, working_share(summary)))
+    return verdict(readings, context_of(config, users, readings, unloaded, db_url, working_share(summary),
+                                         summary.seconds if summary else 0.0))
 
 
 def run_verdicts(data: RunData) -> dict[int, Verdict]:
@@ -92,7 +95,7 @@ def run_verdicts(data: RunData) -> dict[int, Verdict]:
     unloaded = unloaded_awaits(readings.values())
     return {s.step: verdict(readings[s.step],
                             context_of(data.run.config, s.users, readings[s.step], unloaded, data.run.db_url,
-                                       working_share(s.summary)))
+                                       working_share(s.summary), s.summary.seconds if s.summary else 0.0))
             for s in finished}
 
 

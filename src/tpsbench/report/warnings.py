@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Sequence
 
 from tpsbench.engine.pacing import PACING
+from tpsbench.measure.bottleneck import kept_up
 from tpsbench.measure.honesty import honesty_text
 from tpsbench.measure.summary import PERCENTILES, SteadySummary
 from tpsbench.report.compare import users_text
@@ -42,10 +43,6 @@ ERRORS_MOST = 0.01
 #: step's and rises by more than this share again at a later one; smaller wiggles are the
 #: noise of a saturated plateau, not a disturbed step
 DIP_LEAST = 0.05
-#: a paced step whose users completed less than this share of the arrivals it offered
-#: could not sustain its rate: its latency then grows with the queue for as long as the
-#: step lasts, and describes the step's length rather than the database
-SUSTAINED_LEAST = 0.99
 
 
 def _run_name(data: RunData) -> str:
@@ -82,7 +79,7 @@ def _step_warnings(data: RunData, step: StoredStep, summary: SteadySummary) -> l
                    f"have {TAIL_LEAST} slower than it): read them as the slowest few, not as percentiles")
     pacing = data.readings(step.step).get(PACING, {})
     offered, achieved = pacing.get("offered_per_s", 0.0), pacing.get("achieved_per_s", 0.0)
-    if offered and achieved < offered * SUSTAINED_LEAST:
+    if offered and not kept_up(offered, achieved, pacing.get("queue_end"), step.users, summary.seconds):
         out.append(f"{at}: the users did not sustain the offered rate: {achieved:,.1f} of {offered:,.1f} "
                    f"transactions a second ({achieved / offered:.0%}), and {pacing.get('queue_end', 0):,.0f} "
                    "arrivals were queued at the end: its latency grows with the queue, so add users or "
