@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from tpsbench.measure import bottleneck as b
-from tpsbench.measure.bottleneck import KINDS, StepContext, Verdict, kept_up, unloaded_awaits, verdict
+from tpsbench.measure.bottleneck import verdict
 from tpsbench.measure.io_per_txn import io_per_txn
+from tpsbench.measure.step_context import KINDS, StepContext, Verdict, kept_up, unloaded_awaits
 from tpsbench.report.limits import context_of
 
 LOCAL = StepContext(users=8, devices=("loop1",), unloaded={"loop1.r_await_ms": 0.3, "loop1.w_await_ms": 0.5})

@@ -24,7 +24,7 @@ import pytest
 from conftest import copy_of
 
 from tpsbench.cli.main import main
-from tpsbench.measure.bottleneck import KINDS
+from tpsbench.measure.step_context import KINDS
 from tpsbench.measure.summary import SteadySummary
 from tpsbench.report.limits import LIMITED_BY, PER_TXN, not_storage_warning, run_verdicts, step_io
 from tpsbench.results.records import Run, RunData, StoredObservation, StoredStep

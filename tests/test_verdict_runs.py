@@ -23,7 +23,7 @@ from throttled_pool import ThrottledPg, throttled_pg  # noqa: F401  (the fixture
 import record_readings  # noqa: E402  (bench/record_readings.py: its lock holder and pinned cluster)
 import tpsbench
 from tpsbench.commands.run import RunConfig, run
-from tpsbench.measure.bottleneck import Verdict
+from tpsbench.measure.step_context import Verdict
 from tpsbench.report.limits import run_verdicts
 
 #: short steps, as bench/record_readings.py's (its lock holder is timed to them)

@@ -8,8 +8,8 @@ from typing import Any
 
 from tpsbench.core.redact import scrub_text
 from tpsbench.engine.coordinator import RunOutcome, StepOutcome
-from tpsbench.measure.bottleneck import Verdict
 from tpsbench.measure.observers import Readings
+from tpsbench.measure.step_context import Verdict
 from tpsbench.report.limits import step_verdict
 from tpsbench.results.store import ResultsStore
 

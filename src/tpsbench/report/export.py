@@ -118,9 +118,9 @@ from typing import Any
 
 from tpsbench import __version__
 from tpsbench.core.redact import scrub, secrets_of
-from tpsbench.measure.bottleneck import Verdict
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.reports import ALL
+from tpsbench.measure.step_context import Verdict
 from tpsbench.report.limits import run_verdicts, step_io
 from tpsbench.report.steadiness import steady_state_json
 from tpsbench.report.table import main_metric, run_labels

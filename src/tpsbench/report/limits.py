@@ -17,9 +17,10 @@ from typing import Any
 from tpsbench.core.delays import waits_of
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.engine.pacing import PACING
-from tpsbench.measure.bottleneck import StepContext, Verdict, unloaded_awaits, verdict
+from tpsbench.measure.bottleneck import verdict
 from tpsbench.measure.io_per_txn import FIGURES as IO_FIGURES
 from tpsbench.measure.io_per_txn import io_per_txn
+from tpsbench.measure.step_context import StepContext, Verdict, unloaded_awaits
 from tpsbench.measure.summary import SteadySummary
 from tpsbench.results.records import RunData
 from tpsbench.workloads import workload_classes

@@ -16,8 +16,8 @@ import statistics
 from collections.abc import Sequence
 
 from tpsbench.engine.pacing import PACING
-from tpsbench.measure.bottleneck import kept_up
 from tpsbench.measure.honesty import honesty_text
+from tpsbench.measure.step_context import kept_up
 from tpsbench.measure.summary import PERCENTILES, SteadySummary
 from tpsbench.report.compare import users_text
 from tpsbench.report.limits import not_storage_warning
