@@ -92,6 +92,7 @@ CASES: list[tuple[str, ...]] = [
     ("runs", "--results", f"postgresql://u:{SECRET}@127.0.0.1:1/x"),
     ("check", "tpcc", "--db", "sqlite:////nonexistent/dir/x.db"), ("check", "tpcc", "--db", "://"),
     ("check", "tpcc", "--db", "mysql+nosuchdriver://root@127.0.0.1/x"),
+    ("check", "tpcc", "--db", "postgresql://postgres@127.0.0.1:1/x?pool_mode=sometimes"),
 ]
 
 
