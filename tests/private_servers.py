@@ -9,6 +9,7 @@ free port and is stopped and removed when the ``with`` block ends, also when the
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -155,3 +156,51 @@ def wait_until_answering(server: PrivatePostgres | PrivateMariadb) -> None:
 
         _answering(lambda: pymysql.connect(host="127.0.0.1", port=server.port, user="root", password="",
                                            connect_timeout=2).close())
+
+
+#: PgBouncer set up as docs/postgresql.md sets it up for many users: transaction pooling
+#: over few server connections, the user tpsbench connects as allowed on its admin console
+PGBOUNCER_INI = """[databases]
+* = host={host} port={port}
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {listen}
+unix_socket_dir =
+auth_type = trust
+auth_file = {folder}/userlist.txt
+admin_users = {user}
+pool_mode = transaction
+default_pool_size = {pool}
+max_client_conn = {clients}
+"""
+
+
+@contextlib.contextmanager
+def private_pgbouncer(host: str, port: int, user: str, *, pool: int, clients: int) -> Iterator[int]:
+    """A PgBouncer of the test's own in front of the PostgreSQL at ``host:port``, its port
+    yielded: ``pool`` server connections per database and user, ``clients`` clients at most.
+    As root it runs as nobody (it refuses root; it reads its files before it switches)."""
+    binary = shutil.which("pgbouncer")
+    if binary is None:
+        unavailable("pgbouncer", "apt-get install pgbouncer")
+    folder, listen = Path(tempfile.mkdtemp(prefix="tpsb-pgbouncer-")), free_port()
+    (folder / "userlist.txt").write_text(f'"{user}" ""\n')
+    (folder / "pgbouncer.ini").write_text(PGBOUNCER_INI.format(host=host, port=port, listen=listen, folder=folder,
+                                                               user=user, pool=pool, clients=clients))
+    as_root = ["-u", "nobody"] if os.geteuid() == 0 else []
+    process = subprocess.Popen([binary, *as_root, str(folder / "pgbouncer.ini")], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+    try:
+        import psycopg
+
+        try:
+            _answering(lambda: psycopg.connect(host="127.0.0.1", port=listen, user=user, dbname="postgres",
+                                               connect_timeout=2).close(), timeout=20)
+        except psycopg.Error as exc:
+            process.kill()
+            unavailable("a private pgbouncer", process.communicate()[0].decode(errors="replace")[-300:] or exc)
+        yield listen
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        shutil.rmtree(folder, ignore_errors=True)

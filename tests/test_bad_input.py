@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -91,6 +92,7 @@ CASES: list[tuple[str, ...]] = [
     ("runs", "--results", f"postgresql://u:{SECRET}@127.0.0.1:1/x"),
     ("check", "tpcc", "--db", "sqlite:////nonexistent/dir/x.db"), ("check", "tpcc", "--db", "://"),
     ("check", "tpcc", "--db", "mysql+nosuchdriver://root@127.0.0.1/x"),
+    ("check", "tpcc", "--db", "postgresql://postgres@127.0.0.1:1/x?pool_mode=sometimes"),
 ]
 
 
@@ -201,5 +203,23 @@ def test_what_cannot_be_kept_is_refused_naming_the_option(world: tuple[Path, dic
         if done.returncode == 0 or len(lines) != 1 or "Traceback" in done.stderr or needle not in lines[0]:
             failures.append(f"{' '.join(args)[:120]!r}: exit {done.returncode}, stderr {done.stderr[-300:]!r}")
     assert not failures, "\n".join(failures)
+    assert [digest(p) for p in stores] == before
+    assert sorted(p.name for p in folder.iterdir()) == files
+
+
+def test_users_the_hard_limit_on_open_files_cannot_take_are_refused_naming_it(
+        world: tuple[Path, dict[str, str]]) -> None:
+    """A hard RLIMIT_NOFILE of 200, as a service manager may set it: 500 users over two
+    processes put 250 sockets in each, which no raise of the soft limit can make room for;
+    one line names the limit and what to set, and nothing is stored."""
+    folder, env = world
+    stores = [folder / "db.sqlite", folder / "results.db"]
+    before, files = [digest(p) for p in stores], sorted(p.name for p in folder.iterdir())
+    done = subprocess.run([sys.executable, "-m", "tpsbench", *RUN[:2], "--users", "500", "--processes", "2",
+                           "--duration", "1s"], env=env, cwd=folder, capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200)))
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode != 0 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "(RLIMIT_NOFILE) is 200" in lines[0] and "ulimit -n 314" in lines[0] and "LimitNOFILE=314" in lines[0]
     assert [digest(p) for p in stores] == before
     assert sorted(p.name for p in folder.iterdir()) == files

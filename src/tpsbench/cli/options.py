@@ -38,8 +38,9 @@ def stack(*decorators: Decorator) -> Decorator:
 
 
 db_option = click.option("--db", "url", envvar=ENV_VAR, default=None, metavar="URL",
-                         help=f"SQLAlchemy URL of the database, e.g. postgresql://postgres@127.0.0.1/tpcc"
-                              f" [env {ENV_VAR}; default {DEFAULT_URL}].")
+                         help=f"SQLAlchemy URL of the database, e.g. postgresql://postgres@127.0.0.1/tpcc;"
+                              " through PgBouncer add its pool mode, ?pool_mode=transaction, and nothing is"
+                              f" prepared [env {ENV_VAR}; default {DEFAULT_URL}].")
 results_option = click.option("--results", "results_url", envvar="TPSBENCH_RESULTS", default=None, metavar="URL",
                               help="SQLAlchemy URL of the results store"
                                    " [env TPSBENCH_RESULTS; default sqlite:///tpsbench-results.db].")

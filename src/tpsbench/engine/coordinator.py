@@ -39,6 +39,7 @@ from tpsbench.core.parse import MAX_DURATION_S, MAX_RATE, MAX_USERS, MIN_INTERVA
 from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
+from tpsbench.engine.descriptors import raise_soft_limit, refuse_descriptors
 from tpsbench.engine.interrupts import Interruptible
 from tpsbench.engine.local import LocalProcesses
 from tpsbench.engine.merge import IntervalMerger, fresh_copy
@@ -142,8 +143,10 @@ def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, 
              target: Target | None = None, beside: int = 0, capacity: int | None = None) -> RunPlan:
     """Check a run before it starts and size its workers; a one-line error refuses it.
 
-    Refused: no steps, a step that cannot be measured, a worker count below 1, or a
-    largest step that needs more connections than the server has free. ``workers``
+    Refused: no steps, a step that cannot be measured, a worker count below 1, a largest
+    step that needs more connections than the server has free, or more sockets in one
+    worker than the hard limit on open files allows (whose soft limit is raised here
+    first, for this process and the workers it starts: tpsbench.engine.descriptors). ``workers``
     fixes the number of workers, every step spread over all of them (never more than
     the largest step's users); by default a step of ``u`` users runs on ceil(u / n) of
     them, at most one per core, n being the workload's ``users_per_worker``. ``beside``:
@@ -154,6 +157,7 @@ def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, 
     check_steps(steps)
     if workers is not None and workers < 1:
         raise TpsbenchError(f"workers must be at least 1, not {workers}")
+    raise_soft_limit()
     target = target or open_target(ctx.url)
     most = max(step.users for step in steps)
     limit = target.connection_limit()
@@ -166,6 +170,7 @@ def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, 
     # the cores this process may run on (taskset, a container's cpuset), not the machine's:
     # a driver pinned beside its server must not start a worker per core it cannot use
     count = max(1, min(workers or capacity or len(os.sched_getaffinity(0)), -(-most // per_worker)))
+    refuse_descriptors(most, count)
     for step in steps:
         refuse_rate(step.rate, step.users, count)
     return RunPlan(ctx, workload, tuple(steps), count, per_worker)

@@ -40,6 +40,7 @@ from tpsbench.core.errors import TpsbenchError, first_line
 from tpsbench.core.session import Background, RunContext, Session
 from tpsbench.core.signals import ignore_here
 from tpsbench.core.workload import Workload
+from tpsbench.engine.descriptors import raise_soft_limit
 from tpsbench.engine.multiplex import Multiplexer
 from tpsbench.engine.pacing import TIMINGS, Schedule
 from tpsbench.engine.protocol import (STOP_GRACE_S, WorkerFailed, WorkerReady, WorkerStep, WorkerStepDone,
@@ -292,6 +293,7 @@ def worker_main(index: int, link: WorkerLink, workload: Workload, ctx: RunContex
     """Entry point of a worker (a spawned process, or a task on another host): serve until
     Stop or the coordinator is gone."""
     ignore_here()  # a signal to the whole group reaches workers too: the coordinator decides
+    raise_soft_limit()  # a Dask worker's process does not inherit the coordinator's
     try:
         Worker(index, link, workload, ctx).serve()
     except (EOFError, BrokenPipeError, ConnectionResetError):

@@ -1,21 +1,32 @@
-"""PostgreSQL through psycopg 3.
+"""PostgreSQL through psycopg 3, directly or through PgBouncer.
 
 Bulk path: COPY ... FROM STDIN in text format, fed with the batch's TSV bytes.
 Errors worth a retry are told apart by SQLSTATE, which psycopg exposes on every
 server error, rather than by message text. Virtual users' statements go through
 libpq below psycopg (targets/libpq.py).
+
+PgBouncer is named in the URL (``?pool_mode=transaction``, its own setting's name and
+value), not detected: through it a connection reports the server's version and
+parameters unchanged, and only its admin console, which few users may open, says what
+it is. In transaction and statement pooling a named prepared statement does not outlive
+its transaction (before PgBouncer 1.21), so users then take psycopg's cursor with no
+prepared statements and ``--client prepared`` is refused; PostgreSQL's max_connections
+then bounds PgBouncer's server connections, not the users, whose bound is max_client_conn.
 """
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 import psycopg
+import sqlalchemy as sa
 from psycopg import sql
+from sqlalchemy.engine import URL
 
 from tpsbench.core.batch import Batch
 from tpsbench.core.cursor import CountingCursor
+from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.sql import SqlDialect
 from tpsbench.core.target import OBSERVER_APPLICATION, WAIT_KINDS, SessionWait, Target
 from tpsbench.targets import server
@@ -59,6 +70,12 @@ LOCKED_TABLES = ("SELECT DISTINCT ON (pid) pid, relation::regclass::text FROM pg
                  " WHERE pid = ANY(%s) AND relation IS NOT NULL AND (NOT granted OR locktype = 'tuple')"
                  " ORDER BY pid, granted")
 IO_BYTES_SINCE_18 = {"read_bytes": "read_bytes", "write_bytes": "coalesce(write_bytes, 0) + coalesce(extend_bytes, 0)"}
+#: the URL parameter that says a PgBouncer is in between, with its pool_mode setting
+POOL_MODE = "pool_mode"
+#: PgBouncer's pool modes, and those that hand a client's next transaction to any server connection
+POOL_MODES, SHARED_MODES = ("session", "transaction", "statement"), ("transaction", "statement")
+#: PgBouncer's admin console: a database of that name on its port
+POOLER_CONSOLE = "pgbouncer"
 
 
 class PostgresTarget(Target):
@@ -69,6 +86,25 @@ class PostgresTarget(Target):
     driver_modules = ("psycopg",)
     sql = SqlDialect("postgresql", row_lock=" FOR UPDATE", call="SELECT * FROM {name}({args})",
                      call_arg="CAST(? AS {type})", int_list="{%s}")
+
+    def __init__(self, url: URL) -> None:
+        super().__init__(url)
+        mode = self.url.query.get(POOL_MODE)
+        if mode is not None and mode not in POOL_MODES:
+            raise TpsbenchError(f"{POOL_MODE}={mode} in the URL: PgBouncer's pool_mode is one of {', '.join(POOL_MODES)}")
+        #: PgBouncer's pool_mode where the URL says one is in between, else None
+        self.pool_mode = None if mode is None else str(mode)
+
+    @property
+    def shares_connections(self) -> bool:
+        """Through a PgBouncer that gives a user's next transaction any server connection."""
+        return self.pool_mode in SHARED_MODES
+
+    @cached_property
+    def engine(self) -> sa.Engine:
+        """The base's, on the URL less pool_mode: tpsbench's, which libpq would refuse."""
+        return sa.create_engine(self.url.difference_update_query([POOL_MODE]), poolclass=sa.NullPool,
+                                connect_args=self.unprepared())
 
     def _connect_params(self, database: str | None = None) -> dict[str, Any]:
         url = self.url
@@ -81,8 +117,13 @@ class PostgresTarget(Target):
         }
         if url.password:
             params["password"] = url.password
-        params.update({k: v for k, v in url.query.items() if isinstance(v, str)})
-        return params
+        params.update({k: v for k, v in url.query.items() if isinstance(v, str) and k != POOL_MODE})
+        return params | self.unprepared()
+
+    def unprepared(self) -> dict[str, Any]:
+        """psycopg.connect's argument that keeps it from preparing statements (it would
+        after 5 runs of one) where the next transaction may meet another server connection."""
+        return {"prepare_threshold": None} if self.shares_connections else {}
 
     def _connect(self) -> Any:
         return psycopg.connect(**self._connect_params())
@@ -187,6 +228,11 @@ class PostgresTarget(Target):
         server.wait_until(self.answers, f"{self.describe()} did not answer after its restart")
 
     def connection_limit(self) -> int | None:
+        """Connections still free: through PgBouncer (a pool_mode in the URL), its max_client_conn
+        less its clients, None where its admin console will not tell; else max_connections
+        less the reserved and the connected."""
+        if self.pool_mode is not None:
+            return self.pooler_room()
         with self.translate_errors("reading max_connections"), psycopg.connect(**self._connect_params()) as conn:
             row = conn.execute(
                 "SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int"
@@ -194,7 +240,19 @@ class PostgresTarget(Target):
             ).fetchone()
             return int(row[0])
 
+    def pooler_room(self) -> int | None:
+        """PgBouncer's max_client_conn less its clients now (but this one, about to leave),
+        read on its admin console where this user is in admin_users or stats_users."""
+        try:
+            with psycopg.connect(**self._connect_params(POOLER_CONSOLE), autocommit=True) as conn:
+                most = next(int(row[1]) for row in conn.execute("SHOW CONFIG") if row[0] == "max_client_conn")
+                return most - (len(conn.execute("SHOW CLIENTS").fetchall()) - 1)
+        except (psycopg.Error, StopIteration, ValueError):
+            return None
+
     def connection_limit_hint(self) -> str:
+        if self.pool_mode is not None:
+            return "raise max_client_conn in pgbouncer.ini and restart PgBouncer (and its LimitNOFILE to match)"
         return "raise it with ALTER SYSTEM SET max_connections = N and restart PostgreSQL"
 
     def storage_path(self) -> str | None:
@@ -231,17 +289,23 @@ class PostgresTarget(Target):
         conn.autocommit = True
 
     def client_paths(self) -> tuple[str, ...]:
-        return ("prepared",)
+        """libpq's prepared statements, but through PgBouncer's transaction pooling: none there."""
+        return () if self.shares_connections else ("prepared",)
 
     def client_path_missing(self, choice: str) -> str:
+        if self.shares_connections:
+            return (f"PgBouncer's pool_mode={self.pool_mode} hands a user's next transaction to any server "
+                    "connection, where its named prepared statements do not exist before PgBouncer 1.21")
         return "libpq's statements here are prepared ones" if choice == "text" else ""
 
-    def fast_cursor(self, conn: Any, path: str = "fast") -> LibpqCursor:
-        """A cursor for a virtual user's hot path: libpq prepared statements (see LibpqCursor)."""
-        return LibpqCursor(conn)
+    def fast_cursor(self, conn: Any, path: str = "fast") -> LibpqCursor | None:
+        """A cursor for a virtual user's hot path: libpq prepared statements (see LibpqCursor);
+        None through transaction pooling, which keeps no prepared statement."""
+        return None if self.shares_connections else LibpqCursor(conn)
 
     def counting_cursor(self, conn: Any, path: str = "fast") -> CountingCursor:
-        return LibpqCountingCursor(conn) if path != "dbapi" else super().counting_cursor(conn)
+        prepared = path != "dbapi" and not self.shares_connections
+        return LibpqCountingCursor(conn) if prepared else super().counting_cursor(conn)
 
 
 @cache

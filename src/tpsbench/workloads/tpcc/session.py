@@ -25,7 +25,8 @@ server-side prepared statements (``client=prepared``, targets/mysqlprepared.py),
 ``query`` of the statement as text (``client=text``). Same statements, same transactions; about half the client CPU per
 transaction (bench/results/engine_tpcc.txt). ``client=dbapi`` uses the driver's DB-API
 cursor instead: on psycopg the connection's ``prepare_threshold`` is set to 0, which
-makes psycopg prepare each statement on its first execution, and Python ints are sent
+makes psycopg prepare each statement on its first execution (unless the target made the
+connection to prepare nothing: through PgBouncer's transaction pooling), and Python ints are sent
 as int8 so a statement is not prepared again whenever a parameter's value outgrows int2
 or int4 (psycopg drops all its prepared statements at every rollback, though, so each
 expected New-Order rollback costs a round of re-preparing). PyMySQL and sqlite3 always
@@ -213,7 +214,8 @@ class TpccSession(Session):
         if type(conn).__module__.startswith("psycopg"):
             from psycopg.types.numeric import Int8Dumper
 
-            conn.prepare_threshold = 0
-            conn.prepared_max = max(conn.prepared_max or 0, PREPARED_MAX)
+            if conn.prepare_threshold is not None:  # None: the target's connections prepare nothing (PgBouncer)
+                conn.prepare_threshold = 0
+                conn.prepared_max = max(conn.prepared_max or 0, PREPARED_MAX)
             conn.adapters.register_dumper(int, Int8Dumper)
         self.cur = conn.cursor()
