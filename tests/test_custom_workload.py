@@ -139,6 +139,7 @@ def example_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
         yield flows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_docs_example_builds_runs_reports_and_checks(kind: str, example_runs: dict[str, ExampleRun | BaseException],
                                                         ) -> None:
