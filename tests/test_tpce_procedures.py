@@ -289,6 +289,7 @@ def test_money_is_rounded_to_cents_as_the_driver_rounds_it(db: Db) -> None:
 
 
 # -- runs ------------------------------------------------------------------------------------------
+@pytest.mark.slow  # a run of seconds on each server
 def test_a_run_with_procedures_on_reconciles_and_passes_the_checks(db: Db, tmp_path: Path) -> None:
     record = run(RunConfig("tpce", db.url, users=[4], rampup_s=0.5, duration_s=5.0, interval_s=2.5, seed=8,
                            options={"procedures": "on"}, results_url=f"sqlite:///{tmp_path}/results.db"), live=None,
