@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -243,6 +244,67 @@ def sql_dialects() -> dict[str, Any]:
     return {cls.sql.name: cls.sql for cls in target_classes().values() if cls.sql.name != "sql"}
 
 
+#: Python's own warning filters, those of ``python -m tpsbench`` (a release build, no -W):
+#: a warning they let through is a line on the command's stderr, here as there
+PYTHON_WARNING_FILTERS = (("default", DeprecationWarning, "__main__"), ("ignore", DeprecationWarning, ""),
+                          ("ignore", PendingDeprecationWarning, ""), ("ignore", ImportWarning, ""),
+                          ("ignore", ResourceWarning, ""))
+
+
+def _stream_like(original: Any) -> io.TextIOWrapper:
+    """A capture that encodes as the interpreter's own stream would (stdout fails on what its
+    encoding cannot take, stderr escapes it), so a write a real process chokes on fails here."""
+    return io.TextIOWrapper(io.BytesIO(), encoding=getattr(original, "encoding", None) or "utf-8",
+                            errors=getattr(original, "errors", None) or "strict", write_through=True)
+
+
+def _captured(stream: io.TextIOWrapper) -> str:
+    return stream.buffer.getvalue().decode(stream.encoding, errors="replace")  # type: ignore[attr-defined]
+
+
+@contextlib.contextmanager
+def _no_processes(started: list[str]) -> Iterator[None]:
+    """Any process the command starts is refused and noted: ``cli_in_process`` is for those
+    that start none, and a command that catches the refusal still fails the test."""
+    import multiprocessing.process
+    import multiprocessing.util
+    from unittest import mock
+
+    def refuse(what: str) -> Callable[..., NoReturn]:
+        def start(*args: object, **kwargs: object) -> NoReturn:
+            started.append(what)
+            raise AssertionError(f"cli_in_process: the command started {what}; run it as a subprocess")
+        return start
+
+    with mock.patch.object(multiprocessing.process.BaseProcess, "start", refuse("a multiprocessing process")), \
+            mock.patch.object(multiprocessing.util, "spawnv_passfds", refuse("multiprocessing's helper")), \
+            mock.patch.object(subprocess.Popen, "__init__", refuse("a subprocess")):
+        yield
+
+
+def _process_state() -> dict[str, object]:
+    """What one command run in this process could leave behind for the next."""
+    import logging
+
+    import click
+
+    loggers = [logging.root, *(v for v in logging.root.manager.loggerDict.values() if isinstance(v, logging.Logger))]
+    # a library's NullHandler, added as its module loads, is the same in a new process
+    settings = {lg.name: (logging.getLevelName(lg.level), lg.disabled,
+                          [h for h in lg.handlers if not isinstance(h, logging.NullHandler)]) for lg in loggers}
+    return {"signal handlers": {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)},
+            "loggers": {name: kept for name, kept in settings.items() if kept != ("NOTSET", False, [])},
+            "click context": click.get_current_context(silent=True)}
+
+
+def _threads_left(before: set[threading.Thread]) -> list[str]:
+    """Threads the command started that are still running a second after it returned."""
+    left = [t for t in threading.enumerate() if t not in before]
+    for thread in left:
+        thread.join(timeout=1)
+    return [t.name for t in left if t.is_alive()]
+
+
 def cli_in_process(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``tpsbench ARGS`` run in this process, as a finished subprocess would report it.
 
@@ -250,26 +312,46 @@ def cli_in_process(*args: str, cwd: Path, env: dict[str, str] | None = None) -> 
     one-line errors and exit codes, in ``cwd`` with no TPSBENCH_ settings but ``env``,
     without the second of a new interpreter loading the libraries. A traceback the CLI
     would print is an exception here, which fails the test as surely. For commands that
-    start no processes of their own (report, compare, plan, runs, drop, check, size).
+    start no processes of their own (report, compare, plan, runs, drop, check, size, and
+    every refusal that comes before a process starts): starting one fails the test.
+
+    What a separate process would show or not keep shows here too: output encoded as the
+    interpreter's streams encode it, warnings Python's default filters print, the message
+    of ``sys.exit("...")``; and the command must leave no thread running, no signal or
+    logging handler, log level or click context changed (cwd and environment are put back).
     """
+    import warnings
+
     from tpsbench.cli.main import main
 
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
-    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd, threads, state = dict(os.environ), os.getcwd(), set(threading.enumerate()), _process_state()
+    out, err = _stream_like(sys.__stdout__), _stream_like(sys.__stderr__)
     code: int | str | None = 0
+    started: list[str] = []
     try:
         for name in [name for name in os.environ if name.startswith("TPSBENCH_")]:
             del os.environ[name]
         os.environ.update(env or {})
         os.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                warnings.catch_warnings(record=True) as caught, _no_processes(started):
+            warnings.resetwarnings()
+            for action, category, module in PYTHON_WARNING_FILTERS:
+                warnings.filterwarnings(action, category=category, module=module, append=True)
             try:
                 main(list(args))
             except SystemExit as exc:
                 code = exc.code
+            for w in caught:
+                err.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line))
     finally:
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
+    if not isinstance(code, int) and code is not None:
+        err.write(f"{code}\n")  # as Python prints sys.exit's message
     returncode = code if isinstance(code, int) else (0 if code is None else 1)
-    return subprocess.CompletedProcess(["tpsbench", *args], returncode, out.getvalue(), err.getvalue())
+    leaks = [f"{what}: {state[what]!r} became {now!r}" for what, now in _process_state().items() if now != state[what]]
+    leaks += [f"threads still running: {', '.join(left)}" for left in [_threads_left(threads)] if left]
+    assert not started and not leaks, f"tpsbench {' '.join(args)!r} in this process: {started + leaks}"
+    return subprocess.CompletedProcess(["tpsbench", *args], returncode, _captured(out), _captured(err))

@@ -9,21 +9,29 @@ password in any output, and the database and the store as they were. "As they we
 their content where a refused command could change it: every row of the small tables
 (tpsbench_meta, the whole results store) and the row count of every big one, so a run
 counter raised, a run stored, a table created, dropped or loaded all show.
+
+Most cases run in this process (conftest.cli_in_process: every refusal here comes before
+a process would start, and a case that starts one fails); one case per command runs as
+``python -m tpsbench``, so that the real entry point, its imports and argv decoding are
+tested for each command as well.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import resource
 import sqlite3
 import subprocess
 import sys
+import traceback
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import cli_in_process, copy_of
 
 SECRET = "Corpus-Secret-9f2"
 #: tables whose every row goes into a digest (the others: their row counts)
@@ -101,7 +109,9 @@ def digest(path: Path) -> str:
     if not path.exists():
         return "absent"
     h = hashlib.sha256()
-    with sqlite3.connect(path) as conn:
+    # closed here: a connection left to the garbage collector keeps the -wal and -shm files
+    # beside the database until it runs, which the no-file-created checks would see
+    with contextlib.closing(sqlite3.connect(path)) as conn:
         names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
         for name in names:
             if name in SMALL or path.name.startswith("results"):
@@ -113,26 +123,63 @@ def digest(path: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+def world(tmp_path_factory: pytest.TempPathFactory,
+          built_tpcc_sqlite: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """TPC-C (the session's build, copied) and sysbench in one database, a store with a run."""
     folder = tmp_path_factory.mktemp("corpus")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")},
-           "TPSBENCH_DB": f"sqlite:///{folder / 'db.sqlite'}", "TPSBENCH_RESULTS": f"sqlite:///{folder / 'results.db'}"}
-    for args in (("build", "tpcc", "--scale", "1"), ("build", "sysbench", "--tables", "1", "--table-size", "500"),
-                 (*RUN[:2], "--users", "1", "--duration", "1s", "--rampup", "0s", "--interval", "0.5s")):
-        done = subprocess.run([sys.executable, "-m", "tpsbench", *args], env=env, cwd=folder, capture_output=True,
-                              text=True, timeout=300)
-        assert done.returncode == 0, done.stderr
+    copy_of(built_tpcc_sqlite, folder, "db.sqlite")
+    settings = {"TPSBENCH_DB": f"sqlite:///{folder / 'db.sqlite'}", "TPSBENCH_RESULTS": f"sqlite:///{folder / 'results.db'}"}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")}, **settings}
+    built = cli_in_process("build", "sysbench", "--tables", "1", "--table-size", "500", cwd=folder, env=settings)
+    assert built.returncode == 0, built.stderr
+    done = subprocess.run([sys.executable, "-m", "tpsbench", *RUN[:2], "--users", "1", "--duration", "1s", "--rampup",
+                           "0s", "--interval", "0.5s"], env=env, cwd=folder, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr  # a run starts driver processes: not in this one
     yield folder, env
 
 
+#: the cases that run as ``python -m tpsbench``: one per command, those where the real
+#: process matters most (a password in the URL, text argv cannot decode, a file not made)
+IN_A_PROCESS: set[tuple[str, ...]] = {
+    ("build", "tpcc", "--scale", "99999", "--db", "sqlite:///big.db"), (*RUN, "--storage", "bad\udcff"),
+    ("check", "tpcc", "--db", f"postgresql://postgres:{SECRET}@127.0.0.1:abc/x"), ("drop", "nosuch"),
+    ("size", "tpcc", "--scale", "nan"), ("presets", "../../etc/passwd"), ("report", "999"),
+    ("compare", "nosuchlabel"), ("runs", "--results", f"postgresql://u:{SECRET}@127.0.0.1:1/x"),
+}
+
+
 def attempt(world: tuple[Path, dict[str, str]], args: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    """The case as ``python -m tpsbench`` (:data:`IN_A_PROCESS`), else in this process, where
+    what the CLI would print as a traceback is an exception, reported as that traceback."""
     folder, env = world
-    return subprocess.run([sys.executable, "-m", "tpsbench", *args], env=env, cwd=folder, capture_output=True,
-                          text=True, timeout=120, errors="replace")
+    if args in IN_A_PROCESS:
+        return subprocess.run([sys.executable, "-m", "tpsbench", *args], env=env, cwd=folder, capture_output=True,
+                              text=True, timeout=120, errors="replace")
+    try:
+        return cli_in_process(*args, cwd=folder, env={k: v for k, v in env.items() if k.startswith("TPSBENCH_")})
+    except Exception:  # noqa: BLE001 - a case's traceback is its failure, listed with the others'
+        return subprocess.CompletedProcess(args, 1, "", traceback.format_exc())
+
+
+def attempt_all(world: tuple[Path, dict[str, str]], cases: list[tuple[str, ...]]) -> list[subprocess.CompletedProcess[str]]:
+    """Every case's outcome, in order: the real processes side by side (refused inputs read at
+    most), then the rest one at a time, as this process has one working folder."""
+    with ThreadPoolExecutor(4) as pool:
+        real = dict(zip(own := [c for c in cases if c in IN_A_PROCESS], pool.map(lambda c: attempt(world, c), own)))
+    return [real[c] if c in real else attempt(world, c) for c in cases]
 
 
 def test_the_corpus_is_large_and_every_case_distinct() -> None:
     assert len(CASES) >= 80 and len(set(CASES)) == len(CASES)
+
+
+def test_every_command_has_a_case_run_as_a_process() -> None:
+    """The real entry point is tried for each command of the corpus, not only in this process."""
+    from tpsbench.cli.main import cli
+
+    every = [*CASES, *(args for args, _ in NAMED)]
+    assert IN_A_PROCESS <= set(every)
+    assert {args[0] for args in IN_A_PROCESS} == {args[0] for args in every if args[0] in cli.commands}
 
 
 def test_every_bad_input_is_one_line_and_changes_nothing(world: tuple[Path, dict[str, str]]) -> None:
@@ -140,8 +187,7 @@ def test_every_bad_input_is_one_line_and_changes_nothing(world: tuple[Path, dict
     stores = [folder / "db.sqlite", folder / "results.db"]
     before = [digest(p) for p in stores]
     files = sorted(p.name for p in folder.iterdir())
-    with ThreadPoolExecutor(4) as pool:  # refused inputs read at most, so they may run side by side
-        results = list(pool.map(lambda args: (args, attempt(world, args)), CASES))
+    results = list(zip(CASES, attempt_all(world, CASES)))
     failures = []
     for args, done in results:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -195,8 +241,7 @@ def test_what_cannot_be_kept_is_refused_naming_the_option(world: tuple[Path, dic
     folder, _ = world
     stores = [folder / "db.sqlite", folder / "results.db"]
     before, files = [digest(p) for p in stores], sorted(p.name for p in folder.iterdir())
-    with ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(lambda case: (case, attempt(world, case[0])), NAMED))
+    results = list(zip(NAMED, attempt_all(world, [args for args, _ in NAMED])))
     failures = []
     for (args, needle), done in results:
         lines = [line for line in done.stderr.splitlines() if line.strip()]

@@ -42,6 +42,7 @@ def tpsbench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=600, check=False)
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_a_campaign_keeps_what_finished_and_starts_no_further_target(
         built_tpcc_sqlite: Path, tmp_path: Path, deliverable_sigint: None) -> None:
     urls = {name: copy_of(built_tpcc_sqlite, tmp_path, name + ".db") for name in ("first", "second")}
@@ -179,6 +180,7 @@ def test_same_server_other_database_or_port_is_not_the_same_database() -> None:
     assert len(ids) == 7
 
 
+@pytest.mark.slow
 def test_options_reach_every_target_s_run_flags_included(built_tpcc_sqlite: Path, tmp_path: Path) -> None:
     urls = {name: copy_of(built_tpcc_sqlite, tmp_path, name + ".db") for name in ("first", "second")}
     path = write_campaign(tmp_path, urls, duration="0.5s")

@@ -1,4 +1,8 @@
-"""Bad input ends in one line on stderr and a non-zero exit, never a traceback."""
+"""Bad input ends in one line on stderr and a non-zero exit, never a traceback.
+
+Commands that start no process run in this one (conftest.cli_in_process, which fails a
+command that starts one); runs, signals and a few refusals run as ``python -m tpsbench``.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import cli_in_process, copy_of
 
 
 def tpsbench(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``python -m tpsbench ARGS``: a process of its own, for what starts processes or takes signals."""
     full_env = {k: v for k, v in os.environ.items() if k != "TPSBENCH_DB"} | (env or {})
     return subprocess.run([sys.executable, "-m", "tpsbench", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=120)
@@ -48,31 +54,36 @@ def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) ->
     ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
-    assert_one_line_error(tpsbench(*args, cwd=tmp_path), needle)
+    """In this process; one build and one run (:data:`REAL`) as ``python -m tpsbench``, its real entry point."""
+    assert_one_line_error((tpsbench if args in REAL else cli_in_process)(*args, cwd=tmp_path), needle)
+
+
+#: the cases above run as ``python -m tpsbench``: the real entry point refuses a build and a run
+REAL = [["build", "tpcc", "--scale", "1", "--db", "postgresql://postgres@127.0.0.1:1/x"],
+        ["run", "tpcc", "--processes", "0"]]
 
 
 def test_wrong_password_is_one_line(tmp_path: Path, mysql_url: str) -> None:
     url = mysql_url.replace("root@", "root:wrong-password@", 1)
-    assert_one_line_error(tpsbench("build", "tpcc", "--scale", "1", "--db", url, cwd=tmp_path), "Access denied")
+    assert_one_line_error(cli_in_process("build", "tpcc", "--scale", "1", "--db", url, cwd=tmp_path), "Access denied")
 
 
 def test_existing_tables_are_refused_and_kept(tmp_path: Path) -> None:
-    first = tpsbench("build", "tpcc", "--scale", "1", "--loaders", "1", cwd=tmp_path)
+    first = cli_in_process("build", "tpcc", "--scale", "1", "--loaders", "1", cwd=tmp_path)  # one loader: this process
     assert first.returncode == 0, first.stderr
     db = tmp_path / "tpsbench.db"
     size_before = db.stat().st_size
-    again = tpsbench("build", "tpcc", "--scale", "1", cwd=tmp_path)
+    again = cli_in_process("build", "tpcc", "--scale", "1", cwd=tmp_path)
     assert_one_line_error(again, "already has tpcc tables", "--drop-existing")
     assert db.stat().st_size == size_before
-    assert tpsbench("check", "tpcc", cwd=tmp_path).returncode == 0
+    assert cli_in_process("check", "tpcc", cwd=tmp_path).returncode == 0
 
 
-def test_procedures_on_sqlite_are_refused_before_the_run(tmp_path: Path) -> None:
+def test_procedures_on_sqlite_are_refused_before_the_run(tmp_path: Path, built_tpcc_sqlite: Path) -> None:
     """SQLite has no stored procedures: the run stops with one line and records nothing."""
-    db = f"sqlite:///{tmp_path / 'tpcc.db'}"
-    assert tpsbench("build", "tpcc", "--scale", "1", "--db", db, cwd=tmp_path).returncode == 0
-    result = tpsbench("run", "tpcc", "--db", db, "--procedures", "on", "--users", "1", "--duration", "1s",
-                      cwd=tmp_path)
+    db = copy_of(built_tpcc_sqlite, tmp_path)
+    result = cli_in_process("run", "tpcc", "--db", db, "--procedures", "on", "--users", "1", "--duration", "1s",
+                            cwd=tmp_path)
     assert_one_line_error(result, "no stored procedures for sqlite", "--procedures off")
     assert not (tmp_path / "tpsbench-results.db").exists()
 
@@ -81,12 +92,12 @@ def test_procedures_on_sqlite_are_refused_before_the_run(tmp_path: Path) -> None
     ("text", "--client text: not on sqlite"),
     ("binary", "'binary' is not one of 'fast', 'prepared', 'text', 'dbapi'"),
 ])
-def test_a_client_path_the_database_lacks_is_refused_before_the_run(tmp_path: Path, client: str, needle: str) -> None:
+def test_a_client_path_the_database_lacks_is_refused_before_the_run(tmp_path: Path, client: str, needle: str,
+                                                                    built_tpcc_sqlite: Path) -> None:
     """One line before any user starts (not a problem per user), and nothing recorded."""
-    db = f"sqlite:///{tmp_path / 'tpcc.db'}"
-    assert tpsbench("build", "tpcc", "--scale", "1", "--db", db, cwd=tmp_path).returncode == 0
-    result = tpsbench("run", "tpcc", "--db", db, "--client", client, "--users", "1", "--duration", "1s",
-                      cwd=tmp_path)
+    db = copy_of(built_tpcc_sqlite, tmp_path)
+    result = cli_in_process("run", "tpcc", "--db", db, "--client", client, "--users", "1", "--duration", "1s",
+                            cwd=tmp_path)
     assert_one_line_error(result, needle)
     assert not (tmp_path / "tpsbench-results.db").exists()
 
@@ -95,14 +106,14 @@ def test_build_takes_sysbench_spelling_and_the_flags_beat_dash_o(tmp_path: Path)
     """`build sysbench --tables N --table-size M`, as sysbench prepare takes them; a flag
     given wins over the same option given with -o."""
     db = f"sqlite:///{tmp_path / 'sb.db'}"
-    built = tpsbench("build", "sysbench", "--tables", "2", "--table-size", "300", "-o", "table_size=50",
-                     "--db", db, cwd=tmp_path)
+    built = cli_in_process("build", "sysbench", "--tables", "2", "--table-size", "300", "-o", "table_size=50",
+                           "--db", db, cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     assert "600 rows" in built.stdout, built.stdout
-    checked = tpsbench("check", "sysbench", "--db", db, cwd=tmp_path)
+    checked = cli_in_process("check", "sysbench", "--db", db, cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert_one_line_error(tpsbench("build", "sysbench", "--tables", "2", "--rand-type", "normal", "--db", db,
-                                   cwd=tmp_path), "normal")
+    assert_one_line_error(cli_in_process("build", "sysbench", "--tables", "2", "--rand-type", "normal", "--db", db,
+                                         cwd=tmp_path), "normal")
 
 
 def test_ctrl_c_while_the_cli_loads_is_one_line(tmp_path: Path) -> None:
@@ -118,12 +129,11 @@ def test_ctrl_c_while_the_cli_loads_is_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in err and err.rstrip().endswith("tpsbench: interrupted")
 
 
-def test_sigterm_mid_step_ends_the_run_as_interrupted_with_143(tmp_path: Path) -> None:
+def test_sigterm_mid_step_ends_the_run_as_interrupted_with_143(tmp_path: Path, built_tpcc_sqlite: Path) -> None:
     """A service manager's or kill's SIGTERM is handled as Ctrl-C is: the finished intervals
     are kept, the run is stored as interrupted (not left "running" for ever), exit 143."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")}
-    db, results = f"sqlite:///{tmp_path / 'tpcc.db'}", f"sqlite:///{tmp_path / 'results.db'}"
-    assert tpsbench("build", "tpcc", "--scale", "1", "--db", db, cwd=tmp_path).returncode == 0
+    db, results = copy_of(built_tpcc_sqlite, tmp_path), f"sqlite:///{tmp_path / 'results.db'}"
     proc = subprocess.Popen([sys.executable, "-m", "tpsbench", "run", "tpcc", "--db", db, "--results", results,
                              "--users", "2", "--rampup", "0s", "--duration", "5m", "--interval", "0.5s"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -136,7 +146,7 @@ def test_sigterm_mid_step_ends_the_run_as_interrupted_with_143(tmp_path: Path) -
     assert proc.returncode == 143, (proc.returncode, err)
     assert time.monotonic() - sent < 5.0 and "Traceback" not in err
     assert "run 1: interrupted" in out
-    runs = tpsbench("runs", "--results", results, cwd=tmp_path)
+    runs = cli_in_process("runs", "--results", results, cwd=tmp_path)
     assert "interrupted" in runs.stdout and "running" not in runs.stdout
 
 
@@ -160,18 +170,17 @@ def test_commands_that_only_read_create_no_file(tmp_path: Path) -> None:
     empty: no results store, no SQLite database created on the way."""
     for args in (["runs"], ["report"], ["compare"], ["check", "tpcc"], ["drop", "tpcc"], ["drop", "sysbench"],
                  ["size", "tpcc", "--scale", "1"], ["size", "sysbench", "--scale", "2"], ["presets", "tpcc"]):
-        done = tpsbench(*args, cwd=tmp_path)
+        done = cli_in_process(*args, cwd=tmp_path)
         assert "Traceback" not in done.stderr, (args, done.stderr)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_second_run_on_the_same_data_is_refused_unless_forced(tmp_path: Path) -> None:
+def test_a_second_run_on_the_same_data_is_refused_unless_forced(tmp_path: Path, built_tpcc_sqlite: Path) -> None:
     """Two runs at once both fail their honesty checks (each counts the other's commits):
     the second says so before it starts; --force runs it anyway; once the first has
     ended, a run starts as usual."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")}
-    db, results = f"sqlite:///{tmp_path / 'tpcc.db'}", f"sqlite:///{tmp_path / 'results.db'}"
-    assert tpsbench("build", "tpcc", "--scale", "1", "--db", db, cwd=tmp_path).returncode == 0
+    db, results = copy_of(built_tpcc_sqlite, tmp_path), f"sqlite:///{tmp_path / 'results.db'}"
     common = ["run", "tpcc", "--db", db, "--results", results, "--users", "1", "--rampup", "0s", "--interval", "0.5s"]
     first = subprocess.Popen([sys.executable, "-m", "tpsbench", *common, "--duration", "5m"], cwd=tmp_path, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -179,7 +188,7 @@ def test_a_second_run_on_the_same_data_is_refused_unless_forced(tmp_path: Path) 
         assert first.stderr is not None
         while "users: 1" not in first.stderr.readline():
             assert first.poll() is None
-        second = tpsbench(*common, "--duration", "1s", cwd=tmp_path)
+        second = cli_in_process(*common, "--duration", "1s", cwd=tmp_path)  # refused before a process starts
         assert_one_line_error(second, "another run is active", f"{first.pid}", "--force")
         forced = tpsbench(*common, "--duration", "1s", "--force", cwd=tmp_path)
         # the refused one stored nothing, so the forced one is run 2; it counts the first's commits too

@@ -139,6 +139,7 @@ def example_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
         yield flows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_docs_example_builds_runs_reports_and_checks(kind: str, example_runs: dict[str, ExampleRun | BaseException],
                                                         ) -> None:
@@ -456,11 +457,13 @@ def test_every_problem_of_a_file_is_said_at_once(tmp_path: Path) -> None:
 def test_malformed_files_give_one_clear_line_and_nothing_is_built_or_stored(tmp_path: Path) -> None:
     """Each file through the CLI: exit 2, one line on stderr naming the file and the item,
     no results store and no tables. Build and run alternate; the file whose statement does
-    not prepare is run against a database that is there (it builds no tables)."""
+    not prepare is run against a database that is there (it builds no tables). The first
+    build and the first run as ``python -m tpsbench``, the others in this process
+    (conftest.cli_in_process: refused before any process starts)."""
     existing = tmp_path / "there.db"
     with contextlib.closing(sqlite3.connect(existing)) as conn:
         conn.execute("CREATE TABLE mine (a INTEGER)")
-    started = []
+    commands = []
     for number, (name, text, _) in enumerate(MALFORMED):
         path = tmp_path / f"{name}.toml"
         path.write_text(textwrap.dedent(text))
@@ -469,13 +472,21 @@ def test_malformed_files_give_one_clear_line_and_nothing_is_built_or_stored(tmp_
         args = [command, "custom", "--file", path.name, "--db", f"sqlite:///{db}"]
         if command == "run":
             args += ["--results", f"sqlite:///{tmp_path / f'{name}-results.db'}"]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")}
-        started.append(subprocess.Popen([sys.executable, "-m", "tpsbench", *args], cwd=tmp_path, env=env,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    for (name, _, says), process in zip(MALFORMED, started):
+        commands.append(args)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")}
+    real = {number: subprocess.Popen([sys.executable, "-m", "tpsbench", *commands[number]], cwd=tmp_path, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for number in (0, 1)}
+    done: list[subprocess.CompletedProcess[str] | None] = [
+        None if number in real else conftest.cli_in_process(*args, cwd=tmp_path)
+        for number, args in enumerate(commands)]
+    for number, process in real.items():
         out, err = process.communicate(timeout=120)
+        done[number] = subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    for (name, _, says), finished in zip(MALFORMED, done):
+        assert finished is not None
+        out, err = finished.stdout, finished.stderr
         lines = [line for line in err.splitlines() if line.strip()]
-        assert process.returncode == 2, (name, out, err)
+        assert finished.returncode == 2, (name, out, err)
         assert len(lines) == 1 and lines[0].startswith(f"tpsbench: error: {name}.toml") or name == "toml", (name, err)
         assert says in lines[0], (name, lines)
         assert not (tmp_path / f"{name}.db").exists() and not (tmp_path / f"{name}-results.db").exists(), name

@@ -71,6 +71,7 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory, built_tpcc_sqlite: Path) 
     return folder, results
 
 
+@pytest.mark.slow
 def test_io_per_transaction_is_the_device_delta_over_the_commits_of_the_steady_window(
         two_runs: tuple[Path, str]) -> None:
     _, results = two_runs
@@ -102,6 +103,7 @@ def test_io_per_transaction_is_the_device_delta_over_the_commits_of_the_steady_w
     assert checked >= 2  # TPC-C writes: at least writes and KB written
 
 
+@pytest.mark.slow
 def test_the_limited_by_row_is_in_every_format(two_runs: tuple[Path, str],
                                                capsys: pytest.CaptureFixture[str]) -> None:
     _, results = two_runs
@@ -121,6 +123,7 @@ def test_the_limited_by_row_is_in_every_format(two_runs: tuple[Path, str],
     assert LIMITED_BY in page and "What limited each step" in page and html.escape(verdict.short) in page
 
 
+@pytest.mark.slow
 def test_compare_warns_until_a_step_was_limited_by_storage(two_runs: tuple[Path, str],
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     _, results = two_runs
@@ -150,6 +153,7 @@ def test_compare_warns_until_a_step_was_limited_by_storage(two_runs: tuple[Path,
     assert WARNING not in tpsb(capsys, "report", "1", "2", "--results", results, "--format", "html")[0]
 
 
+@pytest.mark.slow
 def test_a_paced_run_well_below_capacity_is_limited_by_its_rate(tmp_path: Path, built_tpcc_sqlite: Path) -> None:
     from tpsbench.commands.run import RunConfig, run
 

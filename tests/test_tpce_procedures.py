@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_errors import assert_one_line_error, tpsbench
+from conftest import cli_in_process
+from test_cli_errors import assert_one_line_error
 from test_tpce_transactions import Db, built, order
 
 from tpsbench.commands.check import check
@@ -288,6 +289,7 @@ def test_money_is_rounded_to_cents_as_the_driver_rounds_it(db: Db) -> None:
 
 
 # -- runs ------------------------------------------------------------------------------------------
+@pytest.mark.slow  # a run of seconds on each server
 def test_a_run_with_procedures_on_reconciles_and_passes_the_checks(db: Db, tmp_path: Path) -> None:
     record = run(RunConfig("tpce", db.url, users=[4], rampup_s=0.5, duration_s=5.0, interval_s=2.5, seed=8,
                            options={"procedures": "on"}, results_url=f"sqlite:///{tmp_path}/results.db"), live=None,
@@ -315,17 +317,18 @@ def test_the_requested_rollback_is_a_rollback_and_leaves_no_trace(db: Db, pair: 
 
 
 def test_procedures_on_sqlite_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """In this process (conftest.cli_in_process): a SQLite build loads here, the runs are refused before they start."""
     url = f"sqlite:///{tmp_path / 'tpce.db'}"
-    built_ = tpsbench("build", "tpce", "--customers", "1000", "--trade-days", "1", "--market-days", "1", "--db", url,
-                      cwd=tmp_path)
+    built_ = cli_in_process("build", "tpce", "--customers", "1000", "--trade-days", "1", "--market-days", "1", "--db",
+                            url, cwd=tmp_path)
     assert built_.returncode == 0, built_.stderr
-    result = tpsbench("run", "tpce", "--db", url, "--procedures", "on", "--users", "1", "--duration", "1s",
-                      cwd=tmp_path)
+    result = cli_in_process("run", "tpce", "--db", url, "--procedures", "on", "--users", "1", "--duration", "1s",
+                            cwd=tmp_path)
     assert_one_line_error(result, "TPC-E has no stored procedures for sqlite", "--procedures off")
     assert result.returncode == 2
     assert not (tmp_path / "tpsbench-results.db").exists()
-    bad = tpsbench("run", "tpce", "--db", url, "--procedures", "maybe", "--users", "1", "--duration", "1s",
-                   cwd=tmp_path)
+    bad = cli_in_process("run", "tpce", "--db", url, "--procedures", "maybe", "--users", "1", "--duration", "1s",
+                         cwd=tmp_path)
     assert bad.returncode == 2 and "procedures" in bad.stderr
 
 
