@@ -28,7 +28,6 @@ from tpsbench.core.errors import TpsbenchError, first_line
 from tpsbench.core.redact import safe_url, scrub_text, secrets_of
 from tpsbench.core.sql import SqlDialect
 
-
 #: what db_waits tells apart: on CPU (not waiting), then the kinds of wait
 WAIT_KINDS = ("cpu", "lock", "lwlock", "io", "ipc", "client", "other")
 #: the application name (where the database has one) of tpsbench's observers' connections
@@ -358,7 +357,7 @@ def close_quietly(conn: Any) -> None:
     if conn is not None:
         try:
             conn.close()
-        except Exception:  # noqa: BLE001, S110 - see the docstring
+        except Exception:  # noqa: BLE001 - see the docstring
             pass
 
 

@@ -42,8 +42,14 @@ from tpsbench.core.signals import ignore_here
 from tpsbench.core.workload import Workload
 from tpsbench.engine.multiplex import Multiplexer
 from tpsbench.engine.pacing import TIMINGS, Schedule
-from tpsbench.engine.protocol import (STOP_GRACE_S, WorkerFailed, WorkerReady, WorkerStep, WorkerStepDone,
-                                      interval_bounds)
+from tpsbench.engine.protocol import (
+    STOP_GRACE_S,
+    WorkerFailed,
+    WorkerReady,
+    WorkerStep,
+    WorkerStepDone,
+    interval_bounds,
+)
 from tpsbench.engine.transport import WorkerLink
 from tpsbench.engine.users import VirtualUser
 from tpsbench.measure.recorder import IntervalRecorder
@@ -296,7 +302,7 @@ def worker_main(index: int, link: WorkerLink, workload: Workload, ctx: RunContex
         Worker(index, link, workload, ctx).serve()
     except (EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the coordinator is gone: nothing left to report to
-    except Exception as exc:  # noqa: BLE001 - told to the coordinator as one line, then exit 1
+    except Exception as exc:  # told to the coordinator as one line, then exit 1
         try:
             link.send(WorkerFailed(index, f"{type(exc).__name__}: {first_line(exc)}"))
         except (OSError, EOFError):

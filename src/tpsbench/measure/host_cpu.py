@@ -46,7 +46,12 @@ from typing import Any, NamedTuple
 
 from tpsbench.measure.observers import StepObserver
 from tpsbench.measure.procfs import (
-    allowed_cpus, cpu_lines, descendants, io_stall_us, processes, tree_cpu,
+    allowed_cpus,
+    cpu_lines,
+    descendants,
+    io_stall_us,
+    processes,
+    tree_cpu,
 )
 
 #: the figures of every reading, in report order (percent of all cores' time)

@@ -78,7 +78,7 @@ class OdbcTarget(Target):
         for backend in cls.__dict__.get("odbc_backends", ()):  # declared here, not inherited
             OdbcTarget._flavours[backend] = cls
 
-    def __new__(cls, url: URL) -> OdbcTarget:  # noqa: PYI034 - returns the backend's subclass on purpose
+    def __new__(cls, url: URL) -> OdbcTarget:  # returns the backend's subclass on purpose
         flavour = cls
         if cls is OdbcTarget:
             from tpsbench.targets import target_classes

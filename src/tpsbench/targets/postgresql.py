@@ -120,7 +120,8 @@ class PostgresTarget(Target):
     def server_info(self) -> dict[str, str]:
         with self.translate_errors("reading server settings"), psycopg.connect(**self._connect_params()) as conn:
             info = {"version": conn.execute("SHOW server_version").fetchone()[0]}
-            rows = conn.execute("SELECT name, setting, unit FROM pg_settings WHERE name = ANY(%s)", (list(KEY_SETTINGS),))
+            rows = conn.execute("SELECT name, setting, unit FROM pg_settings WHERE name = ANY(%s)",
+                                (list(KEY_SETTINGS),))
             for name, setting, unit in rows:
                 info[name] = f"{setting}{' ' + unit if unit else ''}"
             return info
@@ -189,7 +190,8 @@ class PostgresTarget(Target):
     def connection_limit(self) -> int | None:
         with self.translate_errors("reading max_connections"), psycopg.connect(**self._connect_params()) as conn:
             row = conn.execute(
-                "SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int"
+                "SELECT current_setting('max_connections')::int"
+                " - current_setting('superuser_reserved_connections')::int"
                 " - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')::int"
             ).fetchone()
             return int(row[0])

@@ -235,7 +235,7 @@ class CustomSession(Session):
         except Exception as exc:
             try:
                 yield self.rollback
-            except Exception:  # noqa: BLE001, S110 - the connection may be gone; the first error matters
+            except Exception:  # noqa: BLE001 - the connection may be gone; the first error matters
                 pass
             if step is not None and step.rollback_on and step.rollback_on.matches(exc):
                 return False

@@ -7,10 +7,10 @@ statements again; :meth:`SysbenchSession.transaction` only sends them.
 
 sysbench's summary splits queries into read/write/other. The session counts the same way,
 statement by statement, from what the server answered (the target's counting cursor,
-tpsbench.core.cursor), as sysbench counts its queries: every statement the server executed, the ROLLBACK after a failed transaction
-included. ``statement_counts`` holds the totals since the session opened; the engine
-reports their growth per interval (worker.py), which is how a step's QPS splits exactly
-as sysbench's does. ``SysbenchWorkload.statement_mix`` gives the nominal numbers per
+tpsbench.core.cursor), as sysbench counts its queries: every statement the server executed,
+the ROLLBACK after a failed transaction included. ``statement_counts`` holds the totals
+since the session opened; the engine reports their growth per interval (worker.py), which
+is how a step's QPS splits exactly as sysbench's does. ``SysbenchWorkload.statement_mix`` gives the nominal numbers per
 transaction.
 
 Think and keying times are 0: sysbench users never wait between events.
@@ -188,7 +188,7 @@ class SysbenchSession(Session):
                 try:
                     yield self.rollback
                     totals[runner.kind] += 1
-                except Exception:  # noqa: BLE001, S110 - the connection may be gone; the engine reconnects
+                except Exception:  # noqa: BLE001 - the connection may be gone; the engine reconnects
                     pass
             if self._is_duplicate(exc):
                 return False

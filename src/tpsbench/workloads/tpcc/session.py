@@ -40,11 +40,11 @@ from typing import Any
 
 from tpsbench.core.cursor import CLIENT_CHOICES, CLIENT_HELP
 from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.parse import parse_mix
 from tpsbench.core.procedures import PROCEDURE_MODES, wants_procedures
 from tpsbench.core.session import RunContext, Session, Statement
-from tpsbench.core.workload import Option
-from tpsbench.core.parse import parse_mix
 from tpsbench.core.target import Target
+from tpsbench.core.workload import Option
 from tpsbench.workloads.tpcc import delivery, new_order, order_status, payment, procedures, stock_level
 from tpsbench.workloads.tpcc.loader import DISTRICTS_PER_WAREHOUSE
 from tpsbench.workloads.tpcc.mix import TRANSACTIONS, Deck, Draws, keying_time, run_constants, think_time
