@@ -201,7 +201,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     watch = default_observers(target, facts.devices) if observers is None else list(observers)
     cache, memory = _cache_mode(config.cache, target)
     for note in facts.notes if live is not None else ():
-        live(note)
+        live(note)  # type: ignore[misc]  # not None: the loop runs only then
     cluster = _cluster(config, ctx.url, live)
     waiting = Deferred()
     try:
@@ -215,13 +215,14 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             live(prepared)
         store = ResultsStore(config.results_url)
         for note in memory.notes if live is not None else ():  # once nothing can refuse the run
-            live(note)
+            live(note)  # type: ignore[misc]  # not None: the loop runs only then
         stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
         stored_config |= {"options": ctx.options, "scale": ctx.scale, "driver_host": driver_host(),
                           "storage": facts.stored(), "cache": cache, "memory": memory.fit.stored(),
                           **({"cluster": cluster.facts()} if cluster else {})}
-        row = {"db_url": target.describe(), "storage": label, "seed": seed, "server": target.server_info(),
-               "notes": config.notes, "tool_version": __version__, "config": stored_config}
+        row: dict[str, Any] = {"db_url": target.describe(), "storage": label, "seed": seed,
+                               "server": target.server_info(), "notes": config.notes, "tool_version": __version__,
+                               "config": stored_config}
         # from the run's row to the try below that ends it, a signal waits: one that came
         # between them left the run stored as running for ever
         waiting.hold()

@@ -233,14 +233,14 @@ class Worker:
         so it is counted in doubt, which the honesty check allows for, and never recorded."""
         for uid in plan.users:
             user = self.users[uid]
-            user.thread.join(max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]
-            if user.thread.is_alive():  # type: ignore[union-attr]
+            user.thread.join(max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]  # started: every planned user has its thread
+            if user.thread.is_alive():  # type: ignore[union-attr]  # started: every planned user has its thread
                 problems.append(f"user {uid} did not stop within {deadline - cut:.0f} s; its connection is dropped"
                                 + self.in_doubt(user))
                 del self.users[uid]
         for component, user in self.background:
-            user.thread.join(max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]
-            if user.thread.is_alive():  # type: ignore[union-attr]
+            user.thread.join(max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]  # started: every planned user has its thread
+            if user.thread.is_alive():  # type: ignore[union-attr]  # started: every planned user has its thread
                 problems.append(f"{component.name} did not stop within {deadline - cut:.0f} s"
                                 + self.in_doubt(user))
             else:

@@ -115,7 +115,7 @@ class HostCpu(StepObserver):
 
     def reading(self, before: Any, after: Any, seconds: float) -> dict[str, float]:
         d = {kind: after.host[kind] - before.host[kind] for kind in after.host}
-        total = sum(d.values())
+        total: float = sum(d.values())
         if total <= 0:
             return {}
 

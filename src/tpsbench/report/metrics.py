@@ -64,7 +64,7 @@ def parse_address(text: str, allow_remote: bool = False) -> tuple[str, int]:
     if not host:
         raise TpsbenchError(f"--metrics-addr {text!r}: the host is empty (give HOST:PORT or just PORT)")
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, int(port_text), proto=socket.IPPROTO_TCP)}
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(host, int(port_text), proto=socket.IPPROTO_TCP)}
     except (socket.gaierror, UnicodeError):
         raise TpsbenchError(f"--metrics-addr {text!r}: no such host {host!r}") from None
     local = all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses)

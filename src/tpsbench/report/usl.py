@@ -119,7 +119,7 @@ def _jacobian(params: Sequence[float], n: np.ndarray, x: np.ndarray) -> np.ndarr
 def _solve(n: np.ndarray, x: np.ndarray, start: Sequence[float]) -> OptimizeResult:
     from scipy.optimize import least_squares
 
-    return least_squares(lambda p: _usl(p, n) / x - 1, start, jac=lambda p: _jacobian(p, n, x),
+    return least_squares(lambda p: _usl(p, n) / x - 1, start, jac=lambda p: _jacobian(p, n, x),  # type: ignore[misc]  # scipy-stubs' least_squares overloads leave the lambda's type open
                          bounds=(LOWER, UPPER), x_scale="jac")
 
 

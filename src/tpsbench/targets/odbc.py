@@ -90,7 +90,7 @@ class OdbcTarget(Target):
     def __init__(self, url: URL) -> None:
         super().__init__(url)
         if not self.dialect:
-            self.dialect = self.url.get_backend_name()
+            self.dialect = self.url.get_backend_name()  # type: ignore[misc]  # the class's default dialect, taken from the URL on the instance
 
     # -- connections ----------------------------------------------------------------
     @property

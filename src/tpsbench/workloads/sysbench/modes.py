@@ -138,7 +138,7 @@ def parse_options(options: Mapping[str, str | int | float | bool]) -> SysbenchOp
         else:
             known = sorted({"mode", "client", *_INT_KEYS, *_BOOL_KEYS, *_RAND_KEYS})
             raise TpsbenchError(f"unknown sysbench option {raw!r}; known: {', '.join(known)}")
-    return SysbenchOptions(**values, rand=RandParams(**rand))  # type: ignore[arg-type]
+    return SysbenchOptions(**values, rand=RandParams(**rand))  # type: ignore[arg-type]  # each value parsed to its field type above
 
 
 def mode_plan(opts: SysbenchOptions) -> ModePlan:

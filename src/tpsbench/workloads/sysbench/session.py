@@ -80,7 +80,7 @@ class SysbenchSession(Session):
         self.rebind(conn)
 
     @property
-    def statement_counts(self) -> dict[str, int]:  # type: ignore[override]
+    def statement_counts(self) -> dict[str, int]:  # type: ignore[override]  # a property where Session has a plain attribute
         """Statements executed since the session opened, by sysbench's kinds (read, write, other)."""
         return dict(zip(KINDS, self.totals))
 
@@ -92,7 +92,7 @@ class SysbenchSession(Session):
             self.runner.close()
         self.conn = conn
         self.target.set_autocommit(conn)  # BEGIN and COMMIT are statements of their own, as sysbench sends them
-        self.runner = self.transaction_cursor = self.target.counting_cursor(conn, self.client)  # type: ignore[assignment]
+        self.runner = self.transaction_cursor = self.target.counting_cursor(conn, self.client)  # type: ignore[assignment]  # a CountingCursor is the Cursor Session declares
 
     def next_transaction(self) -> str:
         return self.mode
@@ -180,7 +180,7 @@ class SysbenchSession(Session):
         runner, totals = self.runner, self.totals
         assert runner is not None
         try:
-            for statement in inputs:  # type: ignore[attr-defined]
+            for statement in inputs:  # type: ignore[attr-defined]  # inputs() gave the statements, a tuple
                 yield statement
                 totals[runner.kind] += 1
         except Exception as exc:
@@ -196,13 +196,13 @@ class SysbenchSession(Session):
         return True
 
     def call(self, name: str, inputs: object) -> Statement:
-        return inputs[0]  # type: ignore[index,no-any-return]
+        return inputs[0]  # type: ignore[index]  # inputs() gave the statements, a tuple
 
     def answered(self, name: str, inputs: object, error: Exception | None) -> bool:
         """The statement counted by its kind once it has run; False for a duplicate key,
         as :meth:`transaction` does."""
         if error is None:
-            self.totals[self.runner.kind] += 1  # type: ignore[union-attr]
+            self.totals[self.runner.kind] += 1  # type: ignore[union-attr]  # opened: rebind() set the runner
             return True
         if self._is_duplicate(error):
             return False
