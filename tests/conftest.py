@@ -34,6 +34,7 @@ from typing import Any, NoReturn
 import psycopg
 import pymysql
 import pytest
+from sqlalchemy.engine import URL, make_url
 
 # The tpsbench under test is this checkout's, whatever an editable install elsewhere points
 # to (a fresh clone's .ci/run repoints it): here and in the CLI subprocesses the tests start.
@@ -41,7 +42,6 @@ SRC = str(Path(__file__).resolve().parent.parent / "src")
 if sys.path[0] != SRC:
     sys.path.insert(0, SRC)
 os.environ["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [os.environ.get("PYTHONPATH")])])
-from sqlalchemy.engine import URL, make_url
 
 #: server-level URLs (any database the user may connect to) used to create scratch databases
 PG_ADMIN_URL = os.environ.get("TPSBENCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -137,7 +137,8 @@ def scratch_mysql_database() -> Iterator[str]:
         admin = _mysql_admin()
         try:
             cur = admin.cursor()
-            cur.execute("SELECT id FROM information_schema.PROCESSLIST WHERE db = %s AND id <> CONNECTION_ID()", (name,))
+            cur.execute("SELECT id FROM information_schema.PROCESSLIST WHERE db = %s AND id <> CONNECTION_ID()",
+                        (name,))
             for (thread,) in cur.fetchall():
                 try:
                     cur.execute(f"KILL {int(thread)}")

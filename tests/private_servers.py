@@ -103,7 +103,7 @@ def _answering(connect: object, timeout: float = 60.0) -> None:
         try:
             connect()  # type: ignore[operator]
             return
-        except Exception:  # noqa: BLE001 - still starting
+        except Exception:  # still starting
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)

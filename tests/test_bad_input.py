@@ -46,7 +46,8 @@ CASES: list[tuple[str, ...]] = [
     ("build", "tpcc"), ("size", "tpcc"), ("report", "notanumber"), ("nosuchcommand",),
     # scales
     ("build", "tpcc", "--scale", "0"), ("build", "tpcc", "--scale", "-1"), ("build", "tpcc", "--scale", "ten"),
-    ("build", "tpcc", "--scale", "1.5"), ("build", "tpcc", "--scale", "inf"), ("build", "tpcc", "--scale", "nosuchpreset"),
+    ("build", "tpcc", "--scale", "1.5"), ("build", "tpcc", "--scale", "inf"),
+    ("build", "tpcc", "--scale", "nosuchpreset"),
     ("build", "tpcc", "--scale", "99999999999"), ("build", "sysbench", "--tables", "0"),
     ("build", "sysbench", "--tables", "1", "--table-size", "0"),
     ("build", "sysbench", "--tables", "1", "--table-size", "abc"),

@@ -15,8 +15,8 @@ import sqlalchemy as sa
 
 from tpsbench.commands.build import build, drop
 from tpsbench.commands.check import check
-from tpsbench.core.meta import read_meta
 from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.meta import read_meta
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
 

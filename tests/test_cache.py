@@ -25,9 +25,9 @@ import pytest
 from conftest import copy_of, unavailable
 
 from tpsbench.commands.build import build
+from tpsbench.commands.run import RunConfig, RunRecord, run
 from tpsbench.core.campaign import load_campaign
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.commands.run import RunConfig, RunRecord, run
 from tpsbench.measure.memory import MemoryFit, cgroup_memory_limit, human_size
 from tpsbench.results.schema import BEFORE_STEP
 from tpsbench.results.store import ResultsStore
@@ -47,7 +47,7 @@ def _wait_answers(connect: object, what: str, seconds: float = 60.0) -> None:
         try:
             connect()  # type: ignore[operator]
             return
-        except Exception as exc:  # noqa: BLE001 - not up yet
+        except Exception as exc:  # not up yet
             if time.monotonic() > deadline:
                 raise AssertionError(f"{what} did not answer within {seconds:.0f} s: {exc}") from exc
             time.sleep(0.2)

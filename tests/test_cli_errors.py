@@ -121,7 +121,8 @@ def test_ctrl_c_while_the_cli_loads_is_one_line(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TPSBENCH_DB"}
     proc = subprocess.Popen([sys.executable, "-m", "tpsbench", "build", "tpcc", "--scale", "1"], cwd=tmp_path,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL))  # see test_build
+                            # see test_build
+                            preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL))
     time.sleep(0.25)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

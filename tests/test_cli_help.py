@@ -22,8 +22,8 @@ import pytest
 from test_own_workload import toy_folder  # noqa: F401  (the fixture: a workload of one's own, registered)
 
 from tpsbench.cli.main import cli, main
-from tpsbench.workloads import workload_classes
 from tpsbench.core.errors import TpsbenchError
+from tpsbench.workloads import workload_classes
 from tpsbench.workloads.tpcc import TpccWorkload
 
 #: what click shows for an option that names no kind of its own
@@ -75,7 +75,7 @@ def invoke(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, st
 
 # -- typed --help, everywhere ------------------------------------------------------------------
 
-def test_every_option_names_its_kind_and_has_help(toy_folder: Path) -> None:  # noqa: F811
+def test_every_option_names_its_kind_and_has_help(toy_folder: Path) -> None:  # noqa: F811 - the fixture imported above
     commands = tree()
     paths = {ctx.command_path for _, ctx in commands}
     for workload in ("tpcc", "sysbench", "kvtoy"):  # the walk reaches every generated subcommand
@@ -98,7 +98,7 @@ def test_the_walk_catches_an_untyped_option() -> None:
     assert len(problems(untyped, click.Context(untyped, info_name="untyped"))) == 4
 
 
-def test_every_duration_says_its_form_once(toy_folder: Path) -> None:  # noqa: F811
+def test_every_duration_says_its_form_once(toy_folder: Path) -> None:  # noqa: F811 - the fixture imported above
     durations = [(ctx.command_path, p) for c, ctx in tree() for p in c.get_params(ctx)
                  if isinstance(p, click.Option) and p.metavar == "DURATION"]
     expected = {(f"tpsbench run {workload}", name) for workload in ("tpcc", "sysbench", "kvtoy")
@@ -125,7 +125,7 @@ def test_a_bare_group_shows_its_help_not_an_error(capsys: pytest.CaptureFixture[
 
 # -- one spelling per idea ----------------------------------------------------------------------
 
-def test_scale_is_spelt_scale_and_workers_is_gone_from_help(toy_folder: Path) -> None:  # noqa: F811
+def test_scale_is_spelt_scale_and_workers_is_gone_from_help(toy_folder: Path) -> None:  # noqa: F811 - the fixture imported above
     for command, ctx in tree():
         shown = [opt for p in command.get_params(ctx) if isinstance(p, click.Option) and not p.hidden for opt in p.opts]
         assert "--workers" not in shown, ctx.command_path
@@ -227,14 +227,14 @@ def test_scale_and_processes_slips_are_one_line(args: list[str], needle: str, ru
     ("tpcc", r"^small\s+10\s"), ("sysbench", r"^sysbench has no named scales: --scale takes a number of tables$"),
     ("kvtoy", r"^toy\s+2\s+two thousand keys$"),
 ])
-def test_presets_of_every_workload(workload: str, line: str, toy_folder: Path,  # noqa: F811
+def test_presets_of_every_workload(workload: str, line: str, toy_folder: Path,  # noqa: F811 - the fixture imported above
                                    capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = invoke(["presets", workload], capsys)
     assert code == 0 and err == []
     assert re.search(line, out, re.MULTILINE), out
 
 
-def test_size_of_every_workload(toy_folder: Path, tmp_path: Path,  # noqa: F811
+def test_size_of_every_workload(toy_folder: Path, tmp_path: Path,  # noqa: F811 - the fixture imported above
                                 capsys: pytest.CaptureFixture[str]) -> None:
     db = ["--db", f"sqlite:///{tmp_path / 'none.db'}"]
     code, out, _ = invoke(["size", "tpcc", "--scale", "tiny", *db], capsys)
@@ -248,7 +248,7 @@ def test_size_of_every_workload(toy_folder: Path, tmp_path: Path,  # noqa: F811
 
 
 @pytest.mark.parametrize("args", [["presets", "nosuch"], ["size", "nosuch", "--scale", "1"]])
-def test_an_unknown_workload_is_one_line_naming_the_known(args: list[str], toy_folder: Path,  # noqa: F811
+def test_an_unknown_workload_is_one_line_naming_the_known(args: list[str], toy_folder: Path,  # noqa: F811 - the fixture imported above
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = invoke(args, capsys)
     assert code != 0

@@ -401,7 +401,8 @@ params = { x = { gen = "uniform", min = 1, max = 9 } }
 """
 #: (name, the file, what its one line says): each is run through the CLI
 MALFORMED = [
-    ("generator", GOOD_TXN.replace('gen = "uniform"', 'gen = "uniforn"'), "transaction 't' parameter x: unknown generator 'uniforn'"),
+    ("generator", GOOD_TXN.replace('gen = "uniform"', 'gen = "uniforn"'),
+     "transaction 't' parameter x: unknown generator 'uniforn'"),
     ("parameter", GOOD_TXN.replace("SELECT :x", "SELECT :x, :y"), "transaction 't' statement 1: unknown parameter :y"),
     ("unused", GOOD_TXN.replace("params = {", "params = { z = 1,"), "transaction 't' parameter z: defined but unused"),
     ("weight", GOOD_TXN.replace("weight = 1", "weight = -2"), "transaction 't': weight must be a number above 0"),
@@ -428,7 +429,8 @@ MORE_MALFORMED = [
     (GOOD_TXN.replace('"SELECT :x"', '{ sql = "SELECT :x", rollback_on = ["dup"] }'), "unknown error 'dup'"),
     (GOOD_TXN.replace('gen = "uniform"', 'gen = "sequence"').replace("min = 1, max = 9", "start = 1"),
      "generator 'sequence' numbers table rows"),
-    ('[[table]]\nname = "t1"\ncreate = "CREATE TABLE t1 (a INT)"\nrows = 5\n' + GOOD_TXN, "rows = 5 but no [table.columns]"),
+    ('[[table]]\nname = "t1"\ncreate = "CREATE TABLE t1 (a INT)"\nrows = 5\n' + GOOD_TXN,
+     "rows = 5 but no [table.columns]"),
     ('[[table]]\nname = "t1"\ncreate = "CREATE TABLE t1 (a INT)"\nrows = 5\ncolumns = { a = { gen = "query", '
      'sql = "SELECT 1" } }\n' + GOOD_TXN, "generator 'query' is for transaction parameters only"),
     (GOOD_TXN.replace('["SELECT :x"]', '[{ postgresql = "SELECT :x" }, "SELECT :x"]').replace("max = 9", "max = 0"),

@@ -72,7 +72,7 @@ def held_row(server: Target) -> Iterator[Target]:
             execute(conn, "SET lock_timeout = '10s'" if server.dialect == "postgresql"
                     else "SET innodb_lock_wait_timeout = 10")
             execute(conn, "UPDATE hot SET v = v + 1 WHERE id = 1")
-        except Exception:  # noqa: BLE001, S110 - a timeout is the end of its wait either way
+        except Exception:  # noqa: BLE001 - a timeout is the end of its wait either way
             pass
         finally:
             conn.close()
@@ -124,7 +124,7 @@ def test_a_metadata_lock_wait_on_mariadb_is_a_lock_wait_by_its_state(mysql_url: 
         try:
             execute(conn, "SET SESSION lock_wait_timeout = 10")
             execute(conn, "ALTER TABLE hot ADD COLUMN v INT")
-        except Exception:  # noqa: BLE001, S110 - a timeout is the end of its wait either way
+        except Exception:  # noqa: BLE001 - a timeout is the end of its wait either way
             pass
         finally:
             conn.close()

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-
 from conftest import scratch_mysql_database, scratch_pg_database
+
 from tpsbench.commands.build import build
 from tpsbench.commands.check import check
 from tpsbench.commands.run import RunConfig, run
@@ -26,8 +26,8 @@ from tpsbench.core.session import RunContext
 from tpsbench.report.table import render
 from tpsbench.targets import open_target
 from tpsbench.workloads.tpcc import TpccWorkload, deferred, loader
-from tpsbench.workloads.tpcc.delivery import DeliveryInputs
 from tpsbench.workloads.tpcc.deferred import DeferringTerminal, DeliveryExecutor, DeliveryQueue
+from tpsbench.workloads.tpcc.delivery import DeliveryInputs
 from tpsbench.workloads.tpcc.session import TpccSession
 
 #: a transaction's time on the server, for the terminals that run it (a deferred

@@ -7,25 +7,25 @@ of ``n``, so the engine's commit count can be checked against the database.
 from __future__ import annotations
 
 import multiprocessing as mp
-from collections.abc import Iterator
 import os
 import random
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from conftest import unavailable, users_that_fit
 
-from tpsbench.engine.coordinator import RunOutcome, RunStatus, LoadStep, StepOutcome, run_steps
-from tpsbench.measure.reports import IntervalReport
-from tpsbench.core.session import RunContext, Session
 from tpsbench.core.batch import Batch
-from tpsbench.core.workload import Check, LoadParams, LoadTask, Workload
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.targets import open_target
+from tpsbench.core.session import RunContext, Session
 from tpsbench.core.target import Target
+from tpsbench.core.workload import Check, LoadParams, LoadTask, Workload
+from tpsbench.engine.coordinator import LoadStep, RunOutcome, RunStatus, StepOutcome, run_steps
+from tpsbench.measure.reports import IntervalReport
+from tpsbench.targets import open_target
 
 ROWS = 100
 PG_DB = "tpsb_engine_test"
@@ -66,7 +66,7 @@ class CounterSession(Session):
         except Exception:
             try:
                 self.conn.rollback()
-            except Exception:
+            except Exception:  # noqa: BLE001 - the connection may be gone; the first error is raised
                 pass
             raise
 
@@ -323,9 +323,9 @@ class OneUserCannotOpen(CounterWorkload):
 def test_a_user_that_cannot_open_its_session_is_a_step_problem_stored_and_reported(tmp_path: Any) -> None:
     """The step goes on with the other users, and says it ran short of its plan: live,
     in the results store and under the report's table (not only as an error count)."""
+    from tpsbench.commands.step_end import finish_step
     from tpsbench.report.table import render
     from tpsbench.results.store import PROBLEM, ResultsStore
-    from tpsbench.commands.step_end import finish_step
 
     ctx = make_table(f"sqlite:///{tmp_path / 'counter.db'}")
     step = LoadStep(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5)
@@ -355,7 +355,8 @@ def test_killed_worker_ends_the_step_with_an_error_not_a_hang(pg_ctx: RunContext
             os.kill(victim.pid, signal.SIGKILL)
             killed.append(victim.pid)
 
-    steps = [LoadStep(users=6, duration_s=2.0, rampup_s=0.5, interval_s=0.5), LoadStep(users=6, duration_s=1.0, interval_s=0.5)]
+    steps = [LoadStep(users=6, duration_s=2.0, rampup_s=0.5, interval_s=0.5),
+             LoadStep(users=6, duration_s=1.0, interval_s=0.5)]
     t0 = time.monotonic()
     outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), steps, kill_one, workers=2, live=None), 60)
     assert time.monotonic() - t0 < 30
@@ -400,7 +401,8 @@ def test_terminated_backends_reconnect_and_the_step_completes(pg_ctx: RunContext
 def test_more_users_than_connections_is_refused_before_anything_starts(pg_ctx: RunContext) -> None:
     t0 = time.monotonic()
     with pytest.raises(TpsbenchError, match=r"10000 users .* accepts \d+ more; .*max_connections"):
-        run_steps(pg_ctx, CounterWorkload(), [LoadStep(users=5, duration_s=1), LoadStep(users=10_000, duration_s=1)], live=None)
+        run_steps(pg_ctx, CounterWorkload(), [LoadStep(users=5, duration_s=1), LoadStep(users=10_000, duration_s=1)],
+                  live=None)
     assert time.monotonic() - t0 < 5
     assert not [p for p in mp.active_children() if p.name.startswith("tpsbench-worker")]
 
@@ -416,7 +418,8 @@ def test_ctrl_c_ends_the_run_within_five_seconds_keeping_finished_intervals(pg_c
             threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
 
     outcome = run_steps(pg_ctx, CounterWorkload(), [LoadStep(users=4, duration_s=60, rampup_s=0.5, interval_s=0.5),
-                                                    LoadStep(users=8, duration_s=60)], interrupt_soon, workers=2, live=None)
+                                                    LoadStep(users=8, duration_s=60)],
+                        interrupt_soon, workers=2, live=None)
     assert time.monotonic() - sent[0] < 5
     assert outcome.status is RunStatus.INTERRUPTED and len(outcome.steps) == 1
     step = outcome.steps[0]

@@ -33,7 +33,8 @@ def record(folder: Path, *storages: str) -> tuple[ResultsStore, list[RunData]]:
     build("tpcc", 1, url, show_progress=False)
     results = f"sqlite:///{folder / 'results.db'}"
     ids = [run(RunConfig("tpcc", url, users=[1, 2], rampup_s=0.5, duration_s=2.0, interval_s=0.5, results_url=results,
-                         options={"think": "off"}, storage=storage, notes=f"client password={SECRET}"), live=None).run_id
+                         options={"think": "off"}, storage=storage, notes=f"client password={SECRET}"),
+               live=None).run_id
            for storage in storages]
     store = ResultsStore(results, create=False)
     return store, [store.load_run(i) for i in ids]

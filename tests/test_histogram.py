@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from tpsbench.measure.histogram import HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, LatencyHistogram, _layout, merged
 from tpsbench.core.errors import TpsbenchError
+from tpsbench.measure.histogram import HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, LatencyHistogram, _layout, merged
 
 
 def reference(values: np.ndarray) -> HdrHistogram:

@@ -11,7 +11,7 @@ import pytest
 
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.recorder import BATCH, IntervalRecorder
-from tpsbench.measure.reports import IntervalReport, MAX_ERROR_SAMPLES, TxnReport, live_line
+from tpsbench.measure.reports import MAX_ERROR_SAMPLES, IntervalReport, TxnReport, live_line
 from tpsbench.measure.summary import SteadySummary
 
 NAMES = ("new_order", "payment", "order_status", "delivery", "stock_level")

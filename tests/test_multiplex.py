@@ -18,17 +18,16 @@ from test_tpcc_transactions import SCALE, SEED, Db, _server_database
 
 from tpsbench.commands.build import build
 from tpsbench.core.meta import read_meta
+from tpsbench.core.session import RunContext
+from tpsbench.engine.multiplex import DRAW_AHEAD, Multiplexer
 from tpsbench.measure.recorder import IntervalRecorder
 from tpsbench.measure.reports import IntervalReport
-from tpsbench.engine.multiplex import DRAW_AHEAD, Multiplexer
-from tpsbench.core.session import RunContext
 from tpsbench.targets import open_target
 from tpsbench.targets.mysqlprepared import PreparedCursor
 from tpsbench.workloads.tpcc import USERS_PER_WORKER, TpccWorkload
 from tpsbench.workloads.tpcc.checks import CHECKS
 from tpsbench.workloads.tpcc.counts import database_counts, expected_counts
 from tpsbench.workloads.tpcc.mix import TRANSACTIONS
-from tpsbench.workloads.tpcc.session import TpccSession
 
 
 @pytest.fixture(scope="module", params=[
@@ -246,7 +245,7 @@ def test_engine_step_survives_every_backend_killed_with_users_on_the_shared_thre
     when the connections died (their commits may have happened unseen)."""
     from test_engine import bounded
 
-    from tpsbench.engine.coordinator import RunStatus, LoadStep, run_steps
+    from tpsbench.engine.coordinator import LoadStep, RunStatus, run_steps
     from tpsbench.workloads import get_workload
 
     wl = get_workload("tpcc")

@@ -264,7 +264,8 @@ def test_long_values_in_a_calls_results_read_whole_every_time(conn: Any) -> None
     CALL's later results too, after libmariadb has freed the earlier results' binds."""
     text = MysqlclientCursor(conn)
     text.execute("INSERT INTO tp (a, i, b) VALUES (1, REPEAT('é€𝄞', 900), REPEAT('x', 400))")
-    text.execute("CREATE PROCEDURE pl(IN x INT) BEGIN SELECT x; SELECT i, b FROM tp WHERE a = x; SELECT b, i FROM tp; END")
+    text.execute("CREATE PROCEDURE pl(IN x INT)"
+                 " BEGIN SELECT x; SELECT i, b FROM tp WHERE a = x; SELECT b, i FROM tp; END")
     answers = {}
     for cur in (MysqlclientCursor(conn), PreparedCursor(conn)):
         got = []

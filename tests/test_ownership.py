@@ -19,6 +19,8 @@ import pytest
 from conftest import cli_in_process
 
 SECRET = "S3cret-Passw0rd"
+#: the tables a SQLite database holds, its own bookkeeping left out
+USER_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
 
 
 def tpsbench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -53,7 +55,7 @@ def test_tables_tpsbench_did_not_build_are_never_touched(tmp_path: Path, command
     assert len(lines) == 1 and "did not build (customer, orders)" in lines[0]
     assert rows(db, "customer") == rows(db, "orders") == [(1, "theirs")]
     with sqlite3.connect(db) as conn:
-        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+        tables = {name for (name,) in conn.execute(USER_TABLES)}
     assert tables == {"customer", "orders"}  # nothing created either: no tpsbench_meta, no warehouse
 
 
@@ -73,7 +75,7 @@ def test_what_tpsbench_built_it_drops_and_nothing_else(tmp_path: Path) -> None:
     done = tpsbench("drop", "tpcc", "--db", f"sqlite:///{db}")
     assert done.returncode == 0 and "dropped 9 tpcc table(s)" in done.stdout
     with sqlite3.connect(db) as conn:
-        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+        tables = {name for (name,) in conn.execute(USER_TABLES)}
     assert tables == {"audit_log"}
     assert rows(db, "audit_log") == [(1, "theirs")]
 
@@ -87,7 +89,7 @@ def test_a_second_table_of_the_same_name_elsewhere_in_the_list_stops_the_drop(tm
     done = tpsbench("drop", "sysbench", "--db", f"sqlite:///{db}")
     assert done.returncode == 2 and "did not build (sbtest3)" in done.stderr
     with sqlite3.connect(db) as conn:
-        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+        tables = {name for (name,) in conn.execute(USER_TABLES)}
     assert {"sbtest1", "sbtest2", "sbtest3", "tpsbench_meta"} <= tables
 
 

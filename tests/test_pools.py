@@ -33,7 +33,7 @@ def device_iops(url: str, device: str, folder: Path) -> tuple[float, float, floa
 
 
 def test_the_throttle_holds_the_loop_device_to_its_iops_which_the_run_exceeds_without_it(
-        throttled_pg: ThrottledPg, tmp_path: Path) -> None:  # noqa: F811
+        throttled_pg: ThrottledPg, tmp_path: Path) -> None:  # noqa: F811 - the fixture imported above
     reads, writes, tps = device_iops(throttled_pg.url, throttled_pg.device, tmp_path / "throttled")
     with throttled_pg.unthrottled():
         free_reads, free_writes, free_tps = device_iops(throttled_pg.url, throttled_pg.device, tmp_path / "free")

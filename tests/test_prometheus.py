@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import copy_of, unavailable
 from private_servers import free_port
+
 from tpsbench.report.metrics import BUCKETS_S
 from tpsbench.results.store import ResultsStore
 

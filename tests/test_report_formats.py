@@ -217,7 +217,8 @@ def test_compare_a_campaign_says_it_as_a_review_with_the_stores_figures(
     at = {row: other[("pool MariaDB", "3")][row] / base[("pool <PG>", "3")][row] for row in ("TPS", "avg (ms)")}
     sentence = result.stdout.rstrip().splitlines()[-1]
     assert sentence.startswith("pool MariaDB vs pool <PG> at 3 users: ")  # the baseline named, the largest load
-    parts = [re.fullmatch(r"([+-]\d+%) ([^(]+?)(?: \((.+)\))?", part) for part in sentence.split(": ", 1)[1].split(", ")]
+    parts = [re.fullmatch(r"([+-]\d+%) ([^(]+?)(?: \((.+)\))?", part)
+             for part in sentence.split(": ", 1)[1].split(", ")]
     said = {m[2]: m[1] for m in parts if m is not None}
     assert said["TPS"] == f"{round((at['TPS'] - 1) * 100):+d}%"
     ci = next(m[3] for m in parts if m is not None and m[2] == "TPS")  # 4 steady intervals a step: enough

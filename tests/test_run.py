@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from pathlib import Path
 
+import pytest
 from conftest import copy_of, users_that_fit
 
 from tpsbench.commands.build import build

@@ -16,9 +16,9 @@ from functools import cache
 import pytest
 import sqlalchemy as sa
 import sqlglot
+from conftest import schema_file
 from sqlglot import exp
 
-from conftest import schema_file
 from tpsbench.core.schema import split_ddl, split_routines
 from tpsbench.targets import open_target
 from tpsbench.workloads import workload_classes

@@ -192,6 +192,8 @@ def test_refusals_are_one_line(tmp_path: Path, sqlite_url: str) -> None:
         port = taken.getsockname()[1]
         assert "the port is in use" in _refused(["--results", sqlite_url, "--port", str(port)], tmp_path)
     assert "--allow-remote" in _refused(["--results", sqlite_url, "--host", "0.0.0.0"], tmp_path)
+    # a label past DNS's 63 characters fails as a UnicodeError, which has no strerror
+    assert "no such address" in _refused(["--results", sqlite_url, "--host", "a" * 70], tmp_path)
     garbage = tmp_path / "garbage.db"
     garbage.write_text("not a database\n" * 100)
     assert "cannot open" in _refused(["--results", f"sqlite:///{garbage}"], tmp_path)

@@ -17,7 +17,7 @@ TOO_BIG = str(2**64)
     ("config", "{not json", "its config is not valid JSON: '{not json'"),
     ("started_at", "yesterday", "its started_at is not a valid time: 'yesterday'"),
 ])
-def test_a_malformed_run_is_reported_and_the_others_still_listed(here: Path, column: str, value: str,
+def test_a_malformed_run_is_reported_and_the_others_still_listed(here: Path, column: str, value: str,  # noqa: F811 - the fixture imported above
                                                                   said: str) -> None:
     with sqlite3.connect(here / "results.db") as conn:
         conn.execute(f"UPDATE runs SET {column} = ? WHERE id = 1", (value,))
@@ -33,7 +33,7 @@ def test_a_malformed_run_is_reported_and_the_others_still_listed(here: Path, col
 
 
 @pytest.mark.parametrize("command", [["report", TOO_BIG], ["compare", "1", TOO_BIG], ["plan", TOO_BIG]])
-def test_a_run_id_beyond_what_a_store_holds_is_refused_in_one_line(here: Path, command: list[str]) -> None:
+def test_a_run_id_beyond_what_a_store_holds_is_refused_in_one_line(here: Path, command: list[str]) -> None:  # noqa: F811 - the fixture imported above
     before = digest(here / "results.db")
     refused(tpsbench(*command, "--results", "sqlite:///results.db", cwd=here),
             f"run id {TOO_BIG} is not one a results store holds (1 to 9,223,372,036,854,775,807)")
@@ -47,7 +47,7 @@ def test_a_run_id_beyond_what_a_store_holds_is_refused_in_one_line(here: Path, c
     ("UPDATE runs SET config = json_set(config, '$.scale', 10) WHERE id = 2", ["compare", "1", "2"],
      "runs 1 and 2 ran tpcc at different scales (1, 10)"),
 ])
-def test_compare_refuses_what_no_ratio_can_be_read_from(here: Path, change: str | None, command: list[str],
+def test_compare_refuses_what_no_ratio_can_be_read_from(here: Path, change: str | None, command: list[str],  # noqa: F811 - the fixture imported above
                                                         said: str) -> None:
     if change is not None:
         with sqlite3.connect(here / "results.db") as conn:

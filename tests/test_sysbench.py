@@ -20,18 +20,17 @@ import numpy as np
 import psycopg
 import pymysql
 import pytest
-from conftest import scratch_mysql_database, scratch_pg_database, unavailable
-from sqlalchemy.engine import make_url
 import sqlalchemy as sa
+from conftest import schema_file, scratch_mysql_database, scratch_pg_database, sql_dialects, unavailable
+from sqlalchemy.engine import make_url
 
+from tpsbench.commands.build import build
+from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.schema import split_ddl
 from tpsbench.core.session import RunContext
 from tpsbench.core.workload import LoadParams, LoadTask
-from tpsbench.core.errors import TpsbenchError
-from conftest import schema_file, sql_dialects
-from tpsbench.core.schema import split_ddl
 from tpsbench.targets import libmariadb, open_target
 from tpsbench.workloads import get_workload
-from tpsbench.commands.build import build
 from tpsbench.workloads.sysbench import SysbenchWorkload
 from tpsbench.workloads.sysbench.common import TEMPLATES, sql_set, table_ddl
 from tpsbench.workloads.sysbench.modes import (
@@ -189,7 +188,8 @@ def test_ddl_template_expands_to_sysbench_tables(dialect: str) -> None:
 def ks_distance(x: np.ndarray, y: np.ndarray) -> float:
     x, y = np.sort(x), np.sort(y)
     values = np.union1d(x, y)
-    return float(np.abs(np.searchsorted(x, values, "right") / len(x) - np.searchsorted(y, values, "right") / len(y)).max())
+    return float(np.abs(np.searchsorted(x, values, "right") / len(x)
+                        - np.searchsorted(y, values, "right") / len(y)).max())
 
 
 def sysbench_draws(tmp: Path, args: list[str], n: int, a: int, b: int) -> np.ndarray:
@@ -291,7 +291,8 @@ def test_sqlite_build_checks_and_every_mode(tmp_path: Path) -> None:
 
 # -- the servers' own counters ----------------------------------------------------------------------
 #: every mode, and --skip-trx, before oltp_delete leaves holes that make UPDATEs miss
-VARIANTS = ([(m, {}) for m in MODES[:1]] + [("oltp_read_write", {"skip_trx": "on"}), ("oltp_read_write", {"client": "dbapi"})]
+VARIANTS = ([(m, {}) for m in MODES[:1]]
+            + [("oltp_read_write", {"skip_trx": "on"}), ("oltp_read_write", {"client": "dbapi"})]
             + [(m, {}) for m in MODES[1:]])
 
 
@@ -556,7 +557,8 @@ def test_engine_runs_oltp_insert_and_the_rows_match_the_commits(sb_pg: str) -> N
     ctx = RunContext("sysbench", url, int(meta["scale"]), 1, {"table_size": SIZE}, {"mode": "oltp_insert"})
     conn = target.connect()
     before = wl.database_counts(conn)
-    steps = [engine.LoadStep(users=2, duration_s=1.5, interval_s=0.5), engine.LoadStep(users=3, duration_s=1.5, interval_s=0.5)]
+    steps = [engine.LoadStep(users=2, duration_s=1.5, interval_s=0.5),
+             engine.LoadStep(users=3, duration_s=1.5, interval_s=0.5)]
     outcome = engine.run_steps(ctx, wl, steps, workers=1, live=None)
     after = wl.database_counts(conn)
     conn.close()

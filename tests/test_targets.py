@@ -21,19 +21,19 @@ import psycopg
 import pyodbc
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
 from conftest import unavailable
+from sqlalchemy.engine import make_url
 
 from tpsbench.core.batch import Batch
 from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.target import Target, error_codes, error_message
 from tpsbench.targets import mysql as mysql_module
 from tpsbench.targets import open_target
-from tpsbench.core.target import Target, error_codes, error_message
-from tpsbench.targets.rows import LazyRows
 from tpsbench.targets.mssql import MssqlTarget
 from tpsbench.targets.mysql import MysqlTarget
 from tpsbench.targets.mysqlinsert import insert_statements
 from tpsbench.targets.odbc import OdbcTarget, parse_connection_string
+from tpsbench.targets.rows import LazyRows
 
 SERVER_KINDS = ["postgresql", "postgresql+pyodbc", "mysql+pymysql", "mysql+mysqldb", "mysql+pyodbc"]
 ODBC_DRIVERS = {"mysql": "MariaDB Unicode", "postgresql": "PostgreSQL Unicode"}
@@ -90,7 +90,10 @@ EXPECTED = [
 def sample_batch() -> Batch:
     """EXPECTED as the loaders make batches: numpy columns, floats for money, masks for NULL."""
     cols = list(zip(*EXPECTED))
-    strings = lambda values: np.array([(v or "").encode() for v in values])
+
+    def strings(values: tuple[str | None, ...]) -> np.ndarray:
+        return np.array([(v or "").encode() for v in values])
+
     columns = {
         "id": np.array(cols[0], dtype=np.int64),
         "amount": np.array([float(v) for v in cols[1]]),
@@ -169,7 +172,8 @@ def test_mssql_target_inherited_paths_on_mariadb_odbc(mysql_url: str, require: C
     mariadb = open_target(mysql_url)
     SAMPLE.create(mariadb.engine)
     url = make_url(mysql_url)
-    raw = f"DRIVER={{MariaDB Unicode}};SERVER={url.host};PORT={url.port or 3306};DATABASE={url.database};UID={url.username}"
+    raw = (f"DRIVER={{MariaDB Unicode}};SERVER={url.host};PORT={url.port or 3306};DATABASE={url.database};"
+           f"UID={url.username}")
     target = open_target(sa.engine.URL.create("mssql+pyodbc", query={"odbc_connect": raw}).render_as_string())
     assert type(target) is MssqlTarget and target.dialect == "mssql" and target.database == url.database
     assert target.placeholder() == "?"
@@ -206,7 +210,8 @@ def test_multirow_insert_statements_split_and_escape() -> None:
     batch = sample_batch()
     statements = list(insert_statements(batch, statement_bytes=200))
     assert len(statements) > 1
-    assert all(s.startswith(b"INSERT INTO sample (id,amount,rate,name,code,stamp,count,note) VALUES (") for s in statements)
+    head = b"INSERT INTO sample (id,amount,rate,name,code,stamp,count,note) VALUES ("
+    assert all(s.startswith(head) for s in statements)
     text = b"".join(statements).decode()
     assert "'Zoë O''Brien'" in text
     assert text.count("NULL") == sum(int(mask.sum()) for mask in batch.nulls.values())
@@ -336,10 +341,13 @@ def test_error_codes_of_each_driver_shape() -> None:
     assert error_message(Exception(2006, "MySQL server has gone away")) == "MySQL server has gone away (2006)"
     assert error_codes(ValueError("plain")) == (None, None)
     mssql = MssqlTarget(make_url("mssql+pyodbc://sa@db.example/tpcc"))
-    assert mssql.is_retryable(pyodbc.Error("40001", "[40001] [Microsoft]Transaction was deadlocked (1205) (SQLExecute)"))
-    assert mssql.is_retryable(pyodbc.Error("HY000", "[HY000] [Microsoft]Lock request time out period exceeded. (1222) (SQLExecute)"))
-    assert mssql.is_disconnect(pyodbc.Error("08S01", "[08S01] [Microsoft]TCP Provider: Error code 0x68 (104) (SQLExecute)"))
-    assert not mssql.is_retryable(pyodbc.Error("23000", "[23000] [Microsoft]Violation of PRIMARY KEY (2627) (SQLExecute)"))
+    def said(state: str, text: str) -> pyodbc.Error:
+        return pyodbc.Error(state, f"[{state}] [Microsoft]{text} (SQLExecute)")
+
+    assert mssql.is_retryable(said("40001", "Transaction was deadlocked (1205)"))
+    assert mssql.is_retryable(said("HY000", "Lock request time out period exceeded. (1222)"))
+    assert mssql.is_disconnect(said("08S01", "TCP Provider: Error code 0x68 (104)"))
+    assert not mssql.is_retryable(said("23000", "Violation of PRIMARY KEY (2627)"))
 
 
 # -- retryable errors, provoked for real --------------------------------------------

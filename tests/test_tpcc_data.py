@@ -13,7 +13,6 @@ import hashlib
 import itertools
 import re
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -326,7 +325,10 @@ def test_orders(db):
 
 def test_order_lines_match_orders(db):
     o, ol = db["orders"], db["order_line"]
-    key = lambda d, oid: d.astype(np.int64) * 10_000 + oid
+
+    def key(d, oid):
+        return d.astype(np.int64) * 10_000 + oid
+
     order_key = key(o["o_d_id"], o["o_id"])
     line_key = key(ol["ol_d_id"], ol["ol_o_id"])
     uniq, counts = np.unique(line_key, return_counts=True)

@@ -20,14 +20,14 @@ from typing import Any
 import numpy as np
 import pyodbc
 import pytest
-from conftest import scratch_mysql_database, scratch_pg_database
+from conftest import scratch_mysql_database, scratch_pg_database, sql_dialects, unavailable
 from sqlalchemy.engine import make_url
 
 from tpsbench.commands.build import build
 from tpsbench.core.meta import read_meta
 from tpsbench.core.session import RunContext
-from tpsbench.targets import open_target
 from tpsbench.core.target import Target
+from tpsbench.targets import open_target
 from tpsbench.workloads.tpcc import delivery, new_order, order_status, payment, procedures, rand, stock_level
 from tpsbench.workloads.tpcc.checks import CHECKS
 from tpsbench.workloads.tpcc.counts import database_counts, expected_counts
@@ -35,7 +35,6 @@ from tpsbench.workloads.tpcc.mix import KEYING_S, THINK_MEAN_S, TRANSACTIONS, WE
 from tpsbench.workloads.tpcc.new_order import UNUSED_ITEM, NewOrderInputs
 from tpsbench.workloads.tpcc.payment import PaymentInputs
 from tpsbench.workloads.tpcc.session import TpccSession
-from conftest import sql_dialects, unavailable
 from tpsbench.workloads.tpcc.sql import statements
 
 SCALE = 2

@@ -158,7 +158,8 @@ def booked_rows(db: Db, t_id: int) -> list[Query]:
 
 
 # -- the writers ---------------------------------------------------------------------------------
-def test_trade_order_and_trade_result_write_what_the_frames_write(db: Db, pair: tuple[TpceSession, TpceSession]) -> None:
+def test_trade_order_and_trade_result_write_what_the_frames_write(db: Db,
+                                                                  pair: tuple[TpceSession, TpceSession]) -> None:
     client, calling = pair
     world = calling.world
     (acct,), = db.rows("SELECT MIN(ca_id) FROM customer_account WHERE ca_tax_st = 1")  # pays tax on gains
@@ -178,9 +179,9 @@ def test_trade_order_and_trade_result_write_what_the_frames_write(db: Db, pair: 
         orders.append(replace(drawn, trade_type=draws.choice(("TMB", "TMS")), roll_it_back=False))
         prices.append(Decimal(draws.randint(1500, 3500)).scaleb(-2))
     for at, (inputs, price) in enumerate(zip(orders, prices)):
-        placed = both_ways(db, pair, "trade_order", inputs, lambda out: trade_rows(inputs.trade_id))
+        placed = both_ways(db, pair, "trade_order", inputs, lambda out, t=inputs.trade_id: trade_rows(t))
         booked = both_ways(db, pair, "trade_result", TradeResultInputs(inputs.trade_id, price),
-                           lambda out: booked_rows(db, inputs.trade_id))
+                           lambda out, t=inputs.trade_id: booked_rows(db, t))
         assert (booked.symbol, booked.qty, booked.price) == (placed.symbol, placed.qty, price)
         if at == 2:
             assert booked.tax > 0  # the LIFO sale gained, on a taxed account
@@ -192,7 +193,7 @@ def test_trade_order_and_trade_result_write_what_the_frames_write(db: Db, pair: 
     for inputs in (order(calling, "TLB", price="19.99", symbol=symbol, is_margin=True),
                    replace(order(calling, "TSL", symbol=symbol, price="30.00"), symbol=""),
                    order(calling, "TMS", acct=permitted_acct, exec_f_name=f, exec_l_name=last, exec_tax_id=tax)):
-        assert both_ways(db, pair, "trade_order", inputs, lambda out: trade_rows(inputs.trade_id)) is not None
+        assert both_ways(db, pair, "trade_order", inputs, lambda out, t=inputs.trade_id: trade_rows(t)) is not None
     stranger = order(calling, "TMS", acct=permitted_acct, exec_f_name="Nobody", exec_tax_id="X")
     with pytest.raises(LookupError, match="may not trade"):
         calling.perform("trade_order", stranger)
@@ -218,7 +219,7 @@ def test_market_feed_triggers_the_same_orders_and_sends_them_back_to_the_exchang
         symbols = sorted({e[0] for e in entries})
         marks = ", ".join("?" * len(symbols))
 
-        def touched(out: Any) -> list[Query]:
+        def touched(out: Any, marks: str = marks, symbols: list[str] = symbols) -> list[Query]:
             ids = [t.trade_id for t in out] or [0]
             in_ids = ", ".join(map(str, ids))
             return [(f"SELECT * FROM last_trade WHERE lt_s_symb IN ({marks})", tuple(symbols)),
@@ -305,9 +306,11 @@ def test_a_run_with_procedures_on_reconciles_and_passes_the_checks(db: Db, tmp_p
     assert {r.number: r.violations for r in results if r.violations is not None and not r.passed} == {}
 
 
-def test_the_requested_rollback_is_a_rollback_and_leaves_no_trace(db: Db, pair: tuple[TpceSession, TpceSession]) -> None:
+def test_the_requested_rollback_is_a_rollback_and_leaves_no_trace(db: Db,
+                                                                  pair: tuple[TpceSession, TpceSession]) -> None:
     _, calling = pair
-    counts = "SELECT (SELECT COUNT(*) FROM trade), (SELECT COUNT(*) FROM trade_history), (SELECT COUNT(*) FROM trade_request)"
+    counts = ("SELECT (SELECT COUNT(*) FROM trade), (SELECT COUNT(*) FROM trade_history),"
+              " (SELECT COUNT(*) FROM trade_request)")
     before = db.one(counts)
     exchange = MarketExchange(7, 0)
     user = session(db, "on", 1, exchange)

@@ -20,7 +20,10 @@ import pytest
 from conftest import scratch_pg_database, unavailable
 from throttled_pool import ThrottledPg, throttled_pg  # noqa: F401  (the fixture; puts bench/ on the path)
 
-import record_readings  # noqa: E402  (bench/record_readings.py: its lock holder and pinned cluster)
+# isort: split
+# bench/record_readings.py, on the path once throttled_pool is imported: its lock holder and pinned cluster
+import record_readings
+
 import tpsbench
 from tpsbench.commands.run import RunConfig, run
 from tpsbench.measure.step_context import Verdict
@@ -57,7 +60,7 @@ def sbtest() -> Iterator[str]:
         yield url
 
 
-def test_a_throttled_loop_device_is_storage_naming_it_at_every_step(throttled_pg: ThrottledPg,  # noqa: F811
+def test_a_throttled_loop_device_is_storage_naming_it_at_every_step(throttled_pg: ThrottledPg,  # noqa: F811 - the fixture imported above
                                                                       tmp_path: Path) -> None:
     verdicts, live, data = judged(sysbench(throttled_pg.url, "oltp_update_non_index", [1, 8], tmp_path))
     for step, found in verdicts.items():

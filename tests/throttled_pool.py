@@ -19,7 +19,7 @@ from conftest import unavailable
 BENCH = str(Path(__file__).resolve().parent.parent / "bench")
 if BENCH not in sys.path:
     sys.path.append(BENCH)
-import pools  # noqa: E402
+import pools  # noqa: E402 - from bench/, put on the path just above
 
 #: the fixture's cluster's port (bench/storage_sensitivity.py takes 5451-5453)
 PORT = 5481

@@ -36,7 +36,7 @@ def _keep_exit_code() -> None:
     KeyboardInterrupt leaves :func:`entry` unhandled, so one empty evaluation clears it."""
     for sig in EXIT_CODES:
         signal.signal(sig, signal.SIG_IGN)
-    exec("")  # noqa: S102 - clears CPython's unhandled-KeyboardInterrupt mark (above)
+    exec("")  # clears CPython's unhandled-KeyboardInterrupt mark (above)
 
 
 def entry() -> None:

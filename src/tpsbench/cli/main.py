@@ -20,8 +20,7 @@ from tpsbench.cli import report as cli_report
 from tpsbench.cli import run as cli_run
 from tpsbench.cli import serve as cli_serve
 from tpsbench.cli.options import db_option
-from tpsbench.core.errors import (EXIT_CODES, SAID, CheckFailed, TpsbenchError, interruption_for, signal_of,
-                                  take_signal)
+from tpsbench.core.errors import EXIT_CODES, SAID, CheckFailed, TpsbenchError, interruption_for, signal_of, take_signal
 from tpsbench.core.redact import scrub_text
 from tpsbench.report.progress import make_console
 from tpsbench.workloads import get_workload

@@ -105,7 +105,7 @@ def plan(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str, .
       tpsbench plan 3 4 --sla "p95<2s" --users 400,600
       tpsbench plan --campaign 2 --sla "avg<500ms" --output plan.txt
     """
-    from tpsbench.cli.report import refuse_bad_output, emit
+    from tpsbench.cli.report import emit, refuse_bad_output
     from tpsbench.commands.selection import select_runs
     from tpsbench.results.store import ResultsStore
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import click
 
 from tpsbench.cli.options import campaign_option, force_option, output_option, results_option, storage_option

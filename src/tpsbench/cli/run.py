@@ -226,7 +226,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
         refuse_orphans(options, values)
         if given("arrivals") and not values["rate"]:
             raise click.UsageError("--arrivals spaces the arrivals of --rate: give --rate TPS too, or leave it out")
-        timing = {f"{key}_s": _seconds(key, values[key]) for key in ("rampup", "duration", "interval")}
+        timing: dict[str, Any] = {f"{key}_s": _seconds(key, values[key]) for key in ("rampup", "duration", "interval")}
         check_timing(**timing, interval_given=given("interval"))
         config = RunConfig(
             workload=name, url=values["url"], users=parse_users(values["users"]), **timing,
@@ -239,7 +239,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
             rates=parse_rates(values["rate"]), arrivals=values["arrivals"], trace_dir=values["trace"],
             cluster=values["cluster"], cluster_workers=cluster_workers(values["cluster"], values["cluster_workers"]),
             cache=values["cache"], metrics_addr=values["metrics_addr"], allow_remote=values["allow_remote"],
-            **campaign_fields(values["campaign"]),
+            **campaign_fields(values["campaign"]),  # type: ignore[arg-type]  # campaign_id, campaign_step: int | None
         )
         record = run(config, live=lambda line: click.echo(line, err=True))
         if config.campaign is None:  # a campaign's run: the campaign shows its targets side by side

@@ -19,8 +19,17 @@ from dataclasses import dataclass
 from tpsbench import __version__
 from tpsbench.commands.load import load
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.meta import (STATE_BUILDING, STATE_COMPLETE, TABLES, built_tables, clear_meta, foreign_tables,
-                                read_meta, refuse_while_running, write_meta)
+from tpsbench.core.meta import (
+    STATE_BUILDING,
+    STATE_COMPLETE,
+    TABLES,
+    built_tables,
+    clear_meta,
+    foreign_tables,
+    read_meta,
+    refuse_while_running,
+    write_meta,
+)
 from tpsbench.core.parse import check_seed
 from tpsbench.core.schema import execute_ddl, install_routines, routines
 from tpsbench.core.target import Target
@@ -175,7 +184,8 @@ def _refuse_too_big(target: Target, wl: Workload, scale: int) -> None:
     free = shutil.disk_usage(path).free / 1e6
     if estimate.megabytes > free:
         raise TpsbenchError(f"a {wl.name} build of {wl.describe_scale(scale)} takes about {estimate.megabytes:,.0f} MB "
-                            f"on {target.dialect}, but {path} has {free:,.0f} MB free: build a smaller scale or make room")
+                            f"on {target.dialect}, but {path} has {free:,.0f} MB free: "
+                            "build a smaller scale or make room")
 
 
 def _worker_count(requested: int | None, target: Target) -> int:

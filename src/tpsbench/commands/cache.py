@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
-
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from tpsbench.core.errors import TpsbenchError, kept_said
 from tpsbench.core.target import Target

@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tpsbench.core.campaign import Campaign, load_campaign, run_args
 from tpsbench.core import watchdog
+from tpsbench.core.campaign import Campaign, load_campaign, run_args
 from tpsbench.core.errors import EXIT_CODES
 from tpsbench.core.signals import leave_terminal, listened
 from tpsbench.report.metrics import MetricsEndpoint, loopback_port, metrics_endpoint

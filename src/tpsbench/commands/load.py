@@ -52,7 +52,7 @@ def load(
                 pass
             failed = next((f for f in futures if f.done() and f.exception() is not None), None)
             if failed is not None:
-                raise failed.exception()  # type: ignore[misc]
+                raise failed.exception()  # type: ignore[misc]  # not None: failed was chosen for it
     except BrokenProcessPool as exc:
         raise TpsbenchError(f"a build worker process died ({exc}); the build is incomplete") from exc
     except BaseException:  # a signal, or a task's error: the loaders ignore signals, so they are ended here

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import os
 import secrets
-from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tpsbench import __version__
 from tpsbench.commands.build import build_if_missing
 from tpsbench.commands.cache import ServerDown, cold_refused, empty_caches
+from tpsbench.commands.step_end import all_failed, finish_step
 from tpsbench.commands.storage import storage_facts
 from tpsbench.core.delays import waits_of
 from tpsbench.core.errors import TpsbenchError, signal_of
@@ -31,18 +32,16 @@ from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
 from tpsbench.engine.coordinator import LoadStep, RunOutcome, RunStatus, StepOutcome, check_steps, plan_run, run_plan
 from tpsbench.measure.db_counters import DatabaseCounters
+from tpsbench.measure.db_waits import DbWaits
 from tpsbench.measure.devices import Device
 from tpsbench.measure.disk_io import DiskIo
 from tpsbench.measure.honesty import honesty_check, honesty_text
-from tpsbench.measure.db_waits import DbWaits
 from tpsbench.measure.host_cpu import HostCpu
 from tpsbench.measure.host_info import driver_host
-from tpsbench.measure.observers import Readings, StepObserver
 from tpsbench.measure.memory import MemoryFit, memory_fit
+from tpsbench.measure.observers import Readings, StepObserver
 from tpsbench.measure.reachability import Reachability, outage_figures
-from tpsbench.measure.reports import clock
-from tpsbench.measure.reports import IntervalReport
-from tpsbench.commands.step_end import all_failed, finish_step
+from tpsbench.measure.reports import IntervalReport, clock
 from tpsbench.report.metrics import metrics_endpoint
 from tpsbench.results.schema import BEFORE_STEP, STORAGE_LABEL_MOST
 from tpsbench.results.store import ResultsStore, StoreUnwritable
@@ -202,7 +201,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     watch = default_observers(target, facts.devices) if observers is None else list(observers)
     cache, memory = _cache_mode(config.cache, target)
     for note in facts.notes if live is not None else ():
-        live(note)
+        live(note)  # type: ignore[misc]  # not None: the loop runs only then
     cluster = _cluster(config, ctx.url, live)
     waiting = Deferred()
     try:
@@ -216,13 +215,14 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             live(prepared)
         store = ResultsStore(config.results_url)
         for note in memory.notes if live is not None else ():  # once nothing can refuse the run
-            live(note)
+            live(note)  # type: ignore[misc]  # not None: the loop runs only then
         stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
         stored_config |= {"options": ctx.options, "scale": ctx.scale, "driver_host": driver_host(),
                           "storage": facts.stored(), "cache": cache, "memory": memory.fit.stored(),
                           **({"cluster": cluster.facts()} if cluster else {})}
-        row = {"db_url": target.describe(), "storage": label, "seed": seed, "server": target.server_info(),
-               "notes": config.notes, "tool_version": __version__, "config": stored_config}
+        row: dict[str, Any] = {"db_url": target.describe(), "storage": label, "seed": seed,
+                               "server": target.server_info(), "notes": config.notes, "tool_version": __version__,
+                               "config": stored_config}
         # from the run's row to the try below that ends it, a signal waits: one that came
         # between them left the run stored as running for ever
         waiting.hold()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -62,7 +62,7 @@ class Batch:
             return b""
         return encode_rows(list(self.columns.values()), [self.nulls.get(name) for name in self.columns])
 
-    def to_rows(self, timestamps: Literal["text", "datetime"] = "text") -> list[tuple]:
+    def to_rows(self, timestamps: Literal["text", "datetime"] = "text") -> list[tuple[Any, ...]]:
         """Row tuples of Python values, for ``executemany``.
 
         ``timestamps="text"`` gives ISO strings (SQLite keeps timestamps as text);
@@ -93,7 +93,7 @@ def _to_bytes(values: np.ndarray) -> np.ndarray:
     raise TypeError(f"unsupported column dtype {values.dtype}")
 
 
-def _to_python(values: np.ndarray, timestamps: str) -> list:
+def _to_python(values: np.ndarray, timestamps: str) -> list[Any]:
     kind = values.dtype.kind
     if kind == "S":
         return [v.decode() for v in values.tolist()]
@@ -101,8 +101,8 @@ def _to_python(values: np.ndarray, timestamps: str) -> list:
         stamps = values.astype("datetime64[s]")
         if timestamps == "text":
             return [s.replace("T", " ") for s in np.datetime_as_string(stamps).tolist()]
-        return stamps.astype(dt.datetime).tolist()
-    return values.tolist()
+        return stamps.astype(dt.datetime).tolist()  # type: ignore[no-any-return]  # numpy types tolist() as Any
+    return values.tolist()  # type: ignore[no-any-return]  # numpy types tolist() as Any
 
 
 def _width(values: np.ndarray) -> int:

@@ -139,8 +139,9 @@ def _target(number: int, values: Any) -> CampaignTarget:
         raise TpsbenchError(f'target {number}: db is missing (db = "postgresql://...")')
     data_path = values.get("data_path")
     return CampaignTarget(db=_text(values["db"], f"target {number}'s db"),
-                          storage=check_text(f"target {number}'s storage", _text(values.get("storage", f"target {number}"),
-                                                                                    f"target {number}'s storage"), 200),
+                          storage=check_text(f"target {number}'s storage",
+                                             _text(values.get("storage", f"target {number}"),
+                                                   f"target {number}'s storage"), 200),
                           data_path=None if data_path is None else _text(data_path, f"target {number}'s data_path"))
 
 

@@ -119,5 +119,5 @@ class DbapiCountingCursor:
     def close(self) -> None:
         try:
             self.cur.close()
-        except Exception:  # noqa: BLE001, S110 - a dead connection's cursor may fail to close
+        except Exception:  # noqa: BLE001 - a dead connection's cursor may fail to close
             pass

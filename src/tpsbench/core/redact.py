@@ -31,8 +31,9 @@ def safe_url(url: str | sa.engine.URL) -> str:
     except Exception:  # noqa: BLE001 - not a URL SQLAlchemy reads: scrub it as text
         return scrub_text(str(url))
     query = {k: v for k, v in parsed.query.items() if k.lower() not in SECRET_KEYS}
-    if isinstance(query.get("odbc_connect"), str):
-        query["odbc_connect"] = scrub_text(query["odbc_connect"])
+    odbc_connect = query.get("odbc_connect")
+    if isinstance(odbc_connect, str):
+        query["odbc_connect"] = scrub_text(odbc_connect)
     # URL.set(password=None) would keep the password: None there means "unchanged"
     clean = sa.engine.URL.create(parsed.drivername, username=parsed.username, host=parsed.host,
                                  port=parsed.port, database=parsed.database, query=query)

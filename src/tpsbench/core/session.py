@@ -179,5 +179,5 @@ class Background(ABC):
     def open_session(self, ctx: RunContext, conn: Any, target: Target, timing: TimingSink) -> Session:
         """Its session on ``conn``; ``timing`` records its spans that are not transactions."""
 
-    def stop(self) -> None:
+    def stop(self) -> None:  # noqa: B027 - a hook: a background with nothing waiting has nothing to wake
         """The step has ended: wake whatever waits for work, so that its thread ends."""

@@ -80,7 +80,7 @@ class Deferred:
     def release(self) -> None:
         """Off: the handlers before are back, and get the signal that came meanwhile."""
         for sig, handler in self.previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
+            signal.signal(sig, handler)  # type: ignore[arg-type]  # a handler signal.signal() gave back
         self.previous = {}
         if self.came is not None:
             came, self.came = self.came, None

@@ -104,7 +104,7 @@ def money_binder(d: SqlDialect) -> Callable[[Decimal], object]:
 
 def to_decimal(value: object) -> Decimal:
     """A money value read back, as an exact Decimal (SQLite gives float or int)."""
-    return value if type(value) is Decimal else Decimal(repr(value))  # type: ignore[return-value]
+    return value if type(value) is Decimal else Decimal(repr(value))
 
 
 def _same(value: Decimal) -> Decimal:

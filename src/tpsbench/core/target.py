@@ -28,7 +28,6 @@ from tpsbench.core.errors import TpsbenchError, first_line
 from tpsbench.core.redact import safe_url, scrub_text, secrets_of
 from tpsbench.core.sql import SqlDialect
 
-
 #: what db_waits tells apart: on CPU (not waiting), then the kinds of wait
 WAIT_KINDS = ("cpu", "lock", "lwlock", "io", "ipc", "client", "other")
 #: the application name (where the database has one) of tpsbench's observers' connections
@@ -140,7 +139,7 @@ class Target:
             finally:
                 conn.close()
 
-    def fetch_all(self, sql: str, doing: str) -> list[tuple]:
+    def fetch_all(self, sql: str, doing: str) -> list[tuple[Any, ...]]:
         """Rows of one parameterless query on a short-lived connection (for server_info & co)."""
         with self.session(doing) as conn:
             try:
@@ -342,7 +341,7 @@ _ODBC_NATIVE = re.compile(r"\((-?\d+)\)\s*\(SQL\w+\)\s*$")
 _SQLSTATE = re.compile(r"^[0-9A-Z]{5}$")
 
 
-def rows_of(conn: Any, sql: str) -> list[tuple]:
+def rows_of(conn: Any, sql: str) -> list[tuple[Any, ...]]:
     """Rows of one parameterless query on ``conn`` (none: drivers spell placeholders apart)."""
     cur = conn.cursor()
     try:
@@ -358,7 +357,7 @@ def close_quietly(conn: Any) -> None:
     if conn is not None:
         try:
             conn.close()
-        except Exception:  # noqa: BLE001, S110 - see the docstring
+        except Exception:  # noqa: BLE001 - see the docstring
             pass
 
 
@@ -373,7 +372,7 @@ def error_codes(exc: BaseException) -> tuple[str | None, int | None]:
     """
     exc = getattr(exc, "orig", None) or exc
     state = getattr(exc, "sqlstate", None)
-    args = getattr(exc, "args", ())
+    args: tuple[Any, ...] = getattr(exc, "args", ())
     code: int | None = None
     if len(args) >= 2 and isinstance(args[0], int) and isinstance(args[1], str):
         code = args[0]
@@ -390,7 +389,7 @@ def error_message(exc: BaseException) -> str:
     ``str()`` of a PyMySQL or pyodbc error is the repr of its ``(code, message)`` args,
     which is noise in front of a user; the message itself is what they need.
     """
-    args = getattr(exc, "args", ())
+    args: tuple[Any, ...] = getattr(exc, "args", ())
     if len(args) >= 2 and isinstance(args[1], str) and args[1].strip():
         text = _ODBC_CALL.sub("", first_line(args[1]))
         return f"{text} ({args[0]})" if isinstance(args[0], int) else text

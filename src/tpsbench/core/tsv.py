@@ -117,7 +117,7 @@ def _column_text(values: np.ndarray) -> bytes | np.ndarray:
     if kind == "M":
         stamps = values.astype("datetime64[s]")
         if _constant(stamps):
-            return _stamp_text(stamps[:1])[0]
+            return _stamp_text(stamps[:1])[0]  # type: ignore[no-any-return]  # an element of a numpy array is typed Any
         distinct, index = np.unique(stamps, return_inverse=True)
         return _stamp_text(distinct)[index.ravel()]
     raise TypeError(f"unsupported column dtype {values.dtype}")
@@ -138,7 +138,7 @@ def _number_text(scaled: np.ndarray, decimals: int) -> bytes | np.ndarray:
         return integer_bytes(np.array([low], np.int64), decimals).tobytes().replace(b"\0", b"")
     digits = max(len(str(high)), decimals + 1)
     if low >= 0 and digits <= TABLE_DIGITS:
-        return _table(digits, decimals)[scaled]
+        return _table(digits, decimals)[scaled]  # type: ignore[no-any-return]  # numpy types fancy indexing's result as Any
     matrix = integer_bytes(scaled.astype(np.int64), decimals)
     return matrix.view(f"S{matrix.shape[1]}").reshape(len(scaled))
 

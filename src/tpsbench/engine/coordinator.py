@@ -44,8 +44,16 @@ from tpsbench.engine.interrupts import Interruptible
 from tpsbench.engine.local import LocalProcesses
 from tpsbench.engine.merge import IntervalMerger, fresh_copy
 from tpsbench.engine.pacing import ARRIVALS, PACING, refuse_rate, share, step_figures
-from tpsbench.engine.protocol import (STOP_GRACE_S, Stop, WorkerFailed, WorkerLost, WorkerReady, WorkerStep,
-                                      WorkerStepDone, interval_bounds)
+from tpsbench.engine.protocol import (
+    STOP_GRACE_S,
+    Stop,
+    WorkerFailed,
+    WorkerLost,
+    WorkerReady,
+    WorkerStep,
+    WorkerStepDone,
+    interval_bounds,
+)
 from tpsbench.engine.transport import Transport
 from tpsbench.measure.host_cpu import worker_hosts
 from tpsbench.measure.observers import Observers, Readings, StepObserver

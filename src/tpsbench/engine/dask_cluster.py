@@ -64,7 +64,7 @@ def connect(address: str, names: Sequence[str], url: str, *, timeout_s: float = 
     host, port = checked_address(address)
     reach(address, host, port, min(REACH_TIMEOUT_S, timeout_s))
     try:
-        import cloudpickle  # type: ignore[import-untyped]
+        import cloudpickle  # type: ignore[import-untyped]  # cloudpickle ships no type hints
         from distributed import Client
         from distributed.comm import get_address_host
         from distributed.utils import get_ip
@@ -78,7 +78,7 @@ def connect(address: str, names: Sequence[str], url: str, *, timeout_s: float = 
         raise TpsbenchError(f"cannot reach a Dask scheduler at {address} within {timeout_s:.0f} s "
                             f"({first_line(exc)}): start one with `dask scheduler`, or give its address as "
                             f"{ADDRESS_FORM}") from None
-    scheduler = client.scheduler.address
+    scheduler: str = client.scheduler.address  # type: ignore[union-attr,assignment]  # a connected Client's scheduler rpc, never None
     transport = DaskTransport(client, scheduler, get_ip(get_address_host(scheduler)))
     try:
         chosen = choose(client.scheduler_info(n_workers=-1)["workers"], names, scheduler)

@@ -132,7 +132,7 @@ def run_worker(start: bytes) -> int:
     secede()
     child = subprocess.Popen([sys.executable, "-m", "tpsbench.engine.dask_worker"], stdin=subprocess.PIPE,
                              process_group=0, env=without_nanny_environ(dask.config))
-    stdin: IO[bytes] = child.stdin  # type: ignore[assignment]
+    stdin: IO[bytes] = child.stdin  # type: ignore[assignment]  # not None: opened with stdin=PIPE
     try:
         stdin.write(start)
         stdin.flush()

@@ -33,7 +33,7 @@ class PipeLink(WorkerLink):
 
     def poll(self, timeout: float | None) -> object | None:
         if self.conn.poll(timeout):
-            return self.conn.recv()
+            return self.conn.recv()  # type: ignore[no-any-return]  # multiprocessing types recv() as Any
         return None
 
 

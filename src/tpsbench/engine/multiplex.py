@@ -186,9 +186,9 @@ class Multiplexer:
                         break
                 timeout = 0.0 if ready else max(timers[0][0] - time.monotonic(), 0.0) if timers else -1.0
                 for fd, _ in poll(timeout):
-                    slot = in_flight.pop(fd, None)
-                    if slot is not None:
-                        self.complete(slot)
+                    answered = in_flight.pop(fd, None)
+                    if answered is not None:
+                        self.complete(answered)
                     elif fd == bell:
                         os.eventfd_read(bell)
                     else:

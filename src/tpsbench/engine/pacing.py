@@ -133,9 +133,9 @@ def refuse_rate(rate: float, users: int, processes: int) -> None:
     used = max(1, min(processes, users))
     busiest = share(rate, -(-users // used), users)
     if busiest > MAX_RATE_PER_PROCESS:
-        raise TpsbenchError(f"--rate {rate:,.15g} gives a driver process {busiest:,.0f} arrivals a second ({users} users"
-                            f" over {used} process(es)); one process keeps at most {MAX_RATE_PER_PROCESS:,} a second:"
-                            " give a lower --rate, or more --processes")
+        raise TpsbenchError(f"--rate {rate:,.15g} gives a driver process {busiest:,.0f} arrivals a second"
+                            f" ({users} users over {used} process(es)); one process keeps at most"
+                            f" {MAX_RATE_PER_PROCESS:,} a second: give a lower --rate, or more --processes")
 
 
 def step_figures(intervals: Sequence[tuple[float, int, int, int]]) -> dict[str, float]:

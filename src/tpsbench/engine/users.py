@@ -144,7 +144,7 @@ class VirtualUser:
                 return
             try:
                 session = open_session(conn=self.conn, target=self.target)
-            except Exception as exc:  # noqa: BLE001 - counted below
+            except Exception as exc:  # counted below
                 if not self.target.is_disconnect(exc):
                     self.recorder.add(first, "errors")
                     self.recorder.error(first, f"open session: {first_line(exc)}")

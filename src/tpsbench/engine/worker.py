@@ -43,8 +43,14 @@ from tpsbench.core.workload import Workload
 from tpsbench.engine.descriptors import raise_soft_limit
 from tpsbench.engine.multiplex import Multiplexer
 from tpsbench.engine.pacing import TIMINGS, Schedule
-from tpsbench.engine.protocol import (STOP_GRACE_S, WorkerFailed, WorkerReady, WorkerStep, WorkerStepDone,
-                                      interval_bounds)
+from tpsbench.engine.protocol import (
+    STOP_GRACE_S,
+    WorkerFailed,
+    WorkerReady,
+    WorkerStep,
+    WorkerStepDone,
+    interval_bounds,
+)
 from tpsbench.engine.transport import WorkerLink
 from tpsbench.engine.users import VirtualUser
 from tpsbench.measure.recorder import IntervalRecorder
@@ -228,14 +234,14 @@ class Worker:
         so it is counted in doubt, which the honesty check allows for, and never recorded."""
         for uid in plan.users:
             user = self.users[uid]
-            user.thread.join(max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]
-            if user.thread.is_alive():  # type: ignore[union-attr]
+            user.thread.join(max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]  # started: every planned user has its thread
+            if user.thread.is_alive():  # type: ignore[union-attr]  # started: every planned user has its thread
                 problems.append(f"user {uid} did not stop within {deadline - cut:.0f} s; its connection is dropped"
                                 + self.in_doubt(user))
                 del self.users[uid]
         for component, user in self.background:
-            user.thread.join(max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]
-            if user.thread.is_alive():  # type: ignore[union-attr]
+            user.thread.join(max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]  # started: every planned user has its thread
+            if user.thread.is_alive():  # type: ignore[union-attr]  # started: every planned user has its thread
                 problems.append(f"{component.name} did not stop within {deadline - cut:.0f} s"
                                 + self.in_doubt(user))
             else:
@@ -298,7 +304,7 @@ def worker_main(index: int, link: WorkerLink, workload: Workload, ctx: RunContex
         Worker(index, link, workload, ctx).serve()
     except (EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the coordinator is gone: nothing left to report to
-    except Exception as exc:  # noqa: BLE001 - told to the coordinator as one line, then exit 1
+    except Exception as exc:  # told to the coordinator as one line, then exit 1
         try:
             link.send(WorkerFailed(index, f"{type(exc).__name__}: {first_line(exc)}"))
         except (OSError, EOFError):

@@ -130,7 +130,8 @@ class DbWaits(StepObserver):
 
         figures = {"active": round(seen / looks, 3)}
         figures |= {f"{kind}_pct": share(after.kinds, before.kinds, kind) for kind in self.target.wait_kinds}
-        for prefix, counts, earlier in (("lock_on", after.tables, before.tables), ("event", after.events, before.events)):
+        for prefix, counts, earlier in (("lock_on", after.tables, before.tables),
+                                        ("event", after.events, before.events)):
             top = sorted(((share(counts, earlier, key), key) for key in counts), reverse=True)[:TOP]
             figures |= {f"{prefix}.{key}"[:NAME_MOST]: value for value, key in top if value > 0}
         return figures

@@ -46,7 +46,12 @@ from typing import Any, NamedTuple
 
 from tpsbench.measure.observers import StepObserver
 from tpsbench.measure.procfs import (
-    allowed_cpus, cpu_lines, descendants, io_stall_us, processes, tree_cpu,
+    allowed_cpus,
+    cpu_lines,
+    descendants,
+    io_stall_us,
+    processes,
+    tree_cpu,
 )
 
 #: the figures of every reading, in report order (percent of all cores' time)
@@ -110,7 +115,7 @@ class HostCpu(StepObserver):
 
     def reading(self, before: Any, after: Any, seconds: float) -> dict[str, float]:
         d = {kind: after.host[kind] - before.host[kind] for kind in after.host}
-        total = sum(d.values())
+        total: float = sum(d.values())
         if total <= 0:
             return {}
 

@@ -38,10 +38,10 @@ class StepObserver(ABC):
     #: database connections it holds through a step, which the run's connection check counts
     connections: ClassVar[int] = 0
 
-    def step_started(self, step: int, users: int) -> None:
+    def step_started(self, step: int, users: int) -> None:  # noqa: B027 - a hook most observers leave empty
         """A step begins (called just before its first sample)."""
 
-    def step_ended(self, step: int) -> None:
+    def step_ended(self, step: int) -> None:  # noqa: B027 - a hook most observers leave empty
         """The step is over (after its last sample)."""
 
     @abstractmethod

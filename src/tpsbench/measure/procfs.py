@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 # a target finds its server's process with these (tpsbench.core.processes); the observers read them here
-from tpsbench.core.processes import ProcStat, all_pids, listening_pid, read_stat, top_process  # noqa: F401
+from tpsbench.core.processes import ProcStat, all_pids, listening_pid, read_stat, top_process  # noqa: F401 - re-exported
 
 #: clock ticks per second of /proc's CPU times (USER_HZ)
 TICK = os.sysconf("SC_CLK_TCK")

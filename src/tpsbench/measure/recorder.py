@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tpsbench.measure.histogram import LatencyHistogram
-from tpsbench.measure.reports import IntervalReport, MAX_ERROR_SAMPLES, TxnReport
+from tpsbench.measure.reports import MAX_ERROR_SAMPLES, IntervalReport, TxnReport
 
 #: latencies buffered per transaction before they go into the histogram
 BATCH = 4096

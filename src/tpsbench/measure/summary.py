@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from tpsbench.measure.histogram import LatencyHistogram, merged
 from tpsbench.measure.reports import ALL, IntervalReport, add_counts, rates
@@ -144,14 +145,14 @@ class SteadySummary:
     def mix(self) -> dict[str, float]:
         return {n: t.mix for n, t in self.txns.items()}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able figures (no histograms), for the results store."""
         data = asdict(replace(self, histograms={}))  # asdict would deep-copy the histograms
         data.pop("histograms")
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> SteadySummary:
+    def from_dict(cls, data: dict[str, Any]) -> SteadySummary:
         txns = {n: TxnSummary(**{**t, "latency": LatencyStats(**t["latency"])})
                 for n, t in data.get("txns", {}).items()}
         timings = {n: LatencyStats(**s) for n, s in data.get("timings", {}).items()}

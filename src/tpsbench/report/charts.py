@@ -4,8 +4,8 @@ Why static SVG: a storage review is read, printed, attached to a ticket and arch
 inline SVG needs no JavaScript, so the page opens in any browser with no network, its
 text stays text (searchable, copyable: ``svg.fonttype`` "none"), it scales without
 blur, and it is small: a five-step, two-configuration report with every chart measured
-about 400 KB in all (12 to 110 KB a chart), where plotly's bundle alone is 4.7 MB. The exact figures are in the page's tables,
-so hovering for values, what interactivity would add, is not needed.
+about 400 KB in all (12 to 110 KB a chart), where plotly's bundle alone is 4.7 MB. The exact
+figures are in the page's tables, so hovering for values, what interactivity would add, is not needed.
 
 Why no pyplot: it keeps global figures and picks a GUI backend; a ``Figure`` made on
 its own is freed with its chart and needs no display. Every chart is drawn under the
@@ -222,7 +222,7 @@ def distribution(key: str, data: RunData, label: str, histograms: Histograms) ->
     """Percentile curves of each transaction type (and all together), one line per user
     load: how the tail grows with load, where a mean or a single p95 hides it."""
     steps = finished_steps(data)
-    names = [ALL, *dict.fromkeys(n for s in steps for n in s.summary.txns)]  # type: ignore[union-attr]
+    names = [ALL, *dict.fromkeys(n for s in steps for n in s.summary.txns)]  # type: ignore[union-attr]  # finished steps have their summary
     curves = {name: [(i, h) for i, s in enumerate(steps) if (h := histograms(data.run.id, s.step, name)) is not None
                      and h.count()] for name in names}
     curves = {name: found for name, found in curves.items() if found}
@@ -260,7 +260,7 @@ def usl(key: str, runs: Sequence[RunData], labels: Sequence[str], fits: dict[int
     grid = np.linspace(1, max(top * 1.5, top + 2), 120)
     for i, fit in fits.items():
         steps = finished_steps(runs[i])
-        ax.scatter([s.users for s in steps], [s.summary.tps for s in steps],  # type: ignore[union-attr]
+        ax.scatter([s.users for s in steps], [s.summary.tps for s in steps],  # type: ignore[union-attr]  # finished steps have their summary
                    color=colour(i), zorder=3)
         ax.plot(grid, [fit.predict(float(n)) for n in grid], color=colour(i), lw=1.3)
     ax.set(xlabel="virtual users", ylabel="TPS")

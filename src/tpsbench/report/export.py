@@ -12,7 +12,8 @@ is this one, and is strict (no undocumented key) so that the tests catch a chang
 was not versioned. Version 1 was this layout without a step's ``verdict`` and
 ``io_per_txn``; a run stored before they existed gets them all the same, from what it
 stored. A step's ``before_step`` came later within version 2: it is optional, so that
-every earlier file of version 2 still validates, and absent from runs that have none. Open maps (config, server, readings ...) are as the run stored them.
+every earlier file of version 2 still validates, and absent from runs that have none. Open
+maps (config, server, readings ...) are as the run stored them.
 
 No password reaches the document: the store scrubbed what it kept, and everything is
 scrubbed again here (tpsbench.core.redact), since runs may be built by hand or come from

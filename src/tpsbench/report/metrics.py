@@ -47,8 +47,8 @@ PENDING_MOST = 60
 def _prometheus() -> Any:
     try:
         import prometheus_client
-        import prometheus_client.core  # noqa: F401 - the metric families, reached as prometheus_client.core
-        import prometheus_client.parser  # noqa: F401 - a campaign reads its runs' endpoints
+        import prometheus_client.core  # the metric families, reached as prometheus_client.core
+        import prometheus_client.parser  # a campaign reads its runs' endpoints
     except ImportError:
         raise TpsbenchError(f"--metrics-addr needs prometheus-client, which is not installed: {INSTALL}") from None
     return prometheus_client
@@ -64,7 +64,7 @@ def parse_address(text: str, allow_remote: bool = False) -> tuple[str, int]:
     if not host:
         raise TpsbenchError(f"--metrics-addr {text!r}: the host is empty (give HOST:PORT or just PORT)")
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, int(port_text), proto=socket.IPPROTO_TCP)}
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(host, int(port_text), proto=socket.IPPROTO_TCP)}
     except (socket.gaierror, UnicodeError):
         raise TpsbenchError(f"--metrics-addr {text!r}: no such host {host!r}") from None
     local = all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses)
@@ -341,7 +341,7 @@ class _Families:
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:  # http.server's name
         if self.path.partition("?")[0] not in ("/", "/metrics"):
             self.send_error(404, "the metrics are at /metrics")
             return
@@ -352,7 +352,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
+    def log_message(self, format: str, *args: Any) -> None:  # http.server's signature
         """Quiet: a scrape a second would otherwise print a line a second."""
 
 

@@ -81,7 +81,8 @@ class LoadProgress:
         total = sum(self.expected.values()) or 1
         mb = sum(t.nbytes for t in self.tables.values()) / 1e6
         elapsed = max(now - self.started, 1e-9)
-        return f"{self.title}: {done:,} of ~{total:,} rows ({100 * done / total:.0f}%), {done / elapsed:,.0f} rows/s, {mb / elapsed:.1f} MB/s"
+        return (f"{self.title}: {done:,} of ~{total:,} rows ({100 * done / total:.0f}%),"
+                f" {done / elapsed:,.0f} rows/s, {mb / elapsed:.1f} MB/s")
 
     def _render(self) -> Table:
         now = time.monotonic()

@@ -205,9 +205,9 @@ def _rows(data: RunData, summaries: Sequence[SteadySummary], txns: bool) -> list
     rows = list(ROWS)
     metric = next((main_metric(data.run.workload, s) for s in summaries), None)
     if metric is not None:
-        rows.append((metric[0], lambda s, w=data.run.workload: (main_metric(w, s) or ("", 0.0))[1], _one))
+        rows.append((metric[0], lambda s, w=data.run.workload: (main_metric(w, s) or ("", 0.0))[1], _one))  # type: ignore[misc]  # a lambda's bound default is past mypy's inference
     if any(s.statements for s in summaries):
-        rows += [("QPS" if kind == "total" else f"QPS {kind}", lambda s, k=kind: s.qps.get(k, 0.0), _one)
+        rows += [("QPS" if kind == "total" else f"QPS {kind}", lambda s, k=kind: s.qps.get(k, 0.0), _one)  # type: ignore[misc]  # a lambda's bound default is past mypy's inference
                  for kind in QPS_KINDS]
     rows += _timing_rows(summaries)
     rows += [(name, get, _int) for name, get in COUNT_ROWS]
@@ -289,7 +289,7 @@ def build_table(runs: Sequence[RunData], *, review: bool = False, txns: bool = F
         by_label = {column: summary for column, summary, _ in cols}
         summaries = [s for s in by_label.values() if s is not None]
         rows = REVIEW_ROWS if review else _rows(data, summaries, txns)
-        cells = [[fmt(get(by_label[c])) if by_label.get(c) is not None else "" for c in columns]
+        cells = [[fmt(get(by_label[c])) if by_label.get(c) is not None else "" for c in columns]  # type: ignore[arg-type]  # not None: checked in the same expression
                  for _, get, fmt in rows]
         names = [r[0] for r in rows]
         steps = {column: step for column, _, step in cols}
@@ -397,4 +397,4 @@ def render(runs: Sequence[RunData], format: str = "rich", width: int = 160, *, r
     console.print(to_rich(table))
     for line in [*error_lines(runs), *([] if review else verdict_lines(runs))]:
         console.print(line, markup=False, highlight=False, overflow="fold")
-    return console.file.getvalue()  # type: ignore[attr-defined]
+    return console.file.getvalue()  # type: ignore[attr-defined]  # the StringIO given to the Console above

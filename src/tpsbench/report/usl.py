@@ -119,7 +119,7 @@ def _jacobian(params: Sequence[float], n: np.ndarray, x: np.ndarray) -> np.ndarr
 def _solve(n: np.ndarray, x: np.ndarray, start: Sequence[float]) -> OptimizeResult:
     from scipy.optimize import least_squares
 
-    return least_squares(lambda p: _usl(p, n) / x - 1, start, jac=lambda p: _jacobian(p, n, x),
+    return least_squares(lambda p: _usl(p, n) / x - 1, start, jac=lambda p: _jacobian(p, n, x),  # type: ignore[misc]  # scipy-stubs' least_squares overloads leave the lambda's type open
                          bounds=(LOWER, UPPER), x_scale="jac")
 
 
@@ -221,9 +221,9 @@ def _warnings(fit: UslFit, repeated: list[float], kappa_zero: bool) -> list[str]
             "throughput grows linearly as far as the data goes"
         out.append(f"κ ≈ 0: no retrograde region in reach of the data, so Nmax is undefined; {tail}")
     if fit.n_max is not None and fit.n_max <= n[0]:
-        out.append(f"throughput is highest at the smallest load measured ({n[0]:g} user{'' if n[0] == 1 else 's'}) and falls with every user"
-                   f" added (σ = {fit.sigma:.2f}): the database does this work one at a time (a single writer, as"
-                   " SQLite's), so more users only queue; there is no scaling region to plan in")
+        out.append(f"throughput is highest at the smallest load measured ({n[0]:g} user{'' if n[0] == 1 else 's'})"
+                   f" and falls with every user added (σ = {fit.sigma:.2f}): the database does this work one at a time"
+                   " (a single writer, as SQLite's), so more users only queue; there is no scaling region to plan in")
     if fit.r2 < POOR_R2:
         out.append(f"poor fit: R² = {fit.r2:.3f} < {POOR_R2}: the curve explains little of how TPS varies between"
                    " steps (noise as large as the trend, or a shape the USL lacks); its predictions are not to be"

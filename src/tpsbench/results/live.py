@@ -25,8 +25,14 @@ from tpsbench.core.errors import TpsbenchError
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.reports import ALL
 from tpsbench.results.records import Run, StoredInterval, run_from_row
-from tpsbench.results.schema import (COUNTS, campaigns_table, histograms_table, intervals_table, observations_table,
-                                     runs_table)
+from tpsbench.results.schema import (
+    COUNTS,
+    campaigns_table,
+    histograms_table,
+    intervals_table,
+    observations_table,
+    runs_table,
+)
 from tpsbench.results.store import SQLITE_BUSY_TIMEOUT_S, ResultsStore
 
 #: the device I/O figures a live view shows per interval (the disk_io observer's totals)
@@ -119,7 +125,8 @@ def points_after(store: ResultsStore, run_id: int, after: int = 0) -> list[LiveP
         hist = LatencyHistogram.decode(data) if data else None
         points.append(LivePoint(id=r.id, step=r.step, interval=r.interval, t_start=r.t_start, t_end=r.t_end,
                                 steady=bool(r.steady), users=r.users, tps=r.tps or 0.0, p95_ms=r.p95_ms or 0.0,
-                                **{k: getattr(r, k) or 0 for k in COUNTS}, p99_ms=hist.percentile(99) / 1000.0 if hist is not None and hist.count() else None,
+                                **{k: getattr(r, k) or 0 for k in COUNTS},
+                                p99_ms=hist.percentile(99) / 1000.0 if hist is not None and hist.count() else None,
                                 device=device.get((r.step, r.interval), {})))
     return points
 

@@ -124,7 +124,7 @@ def run_from_row(r: Any) -> Run:
     config, server = _parsed(r, "config"), _parsed(r, "server")
     if not isinstance(config or {}, dict) or not isinstance(server or {}, dict):
         raise ValueError("its config or server settings are not a JSON object")
-    return Run(id=r.id, workload=r.workload, started_at=_aware(_parsed(r, "started_at")),
+    return Run(id=r.id, workload=r.workload, started_at=_aware(_parsed(r, "started_at")),  # type: ignore[arg-type]  # runs.started_at is NOT NULL
                ended_at=_aware(_parsed(r, "ended_at")), status=r.status, storage=r.storage, config=config or {},
                seed=r.seed, tool_version=r.tool_version, db_url=r.db_url, server=server or {},
                honesty=_parsed(r, "honesty"), notes=r.notes or "")

@@ -136,7 +136,7 @@ class ResultsStore:
                     conn.execute(store_info_table.insert().values(name="schema_version", value=str(SCHEMA_VERSION)))
         except TpsbenchError:
             raise
-        except Exception as exc:  # noqa: BLE001 - any reason the store cannot be used
+        except Exception as exc:  # any reason the store cannot be used
             reason = first_line(getattr(exc, "orig", None) or exc)
             raise TpsbenchError(f"results store {self.url}: cannot open: {self._clean(reason)}") from exc
 

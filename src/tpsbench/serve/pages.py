@@ -26,8 +26,8 @@ def _page(title: str, body: str, **data: object) -> str:
             '<script src="/static/serve.js"></script></body></html>\n')
 
 
-TABLES = """<section><h2>Runs</h2><p id="unreadable" class="warn"></p><table id="runs"><thead><tr><th>id</th><th>workload</th>
-<th>storage</th><th>status</th><th>started</th><th>ended</th><th>database</th><th>campaign</th><th></th></tr></thead>
+TABLES = """<section><h2>Runs</h2><p id="unreadable" class="warn"></p><table id="runs"><thead><tr><th>id</th>
+<th>workload</th><th>storage</th><th>status</th><th>started</th><th>ended</th><th>database</th><th>campaign</th><th></th></tr></thead>
 <tbody></tbody></table></section>
 <section><h2>Campaigns</h2><table id="campaigns"><thead><tr><th>id</th><th>name</th><th>status</th><th>started</th>
 <th>ended</th><th>runs</th><th></th></tr></thead><tbody></tbody></table></section>"""

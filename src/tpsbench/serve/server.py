@@ -34,9 +34,9 @@ def check_extra() -> None:
 def addresses(host: str) -> list[str]:
     """The addresses ``host`` names; a one-line error when it names none."""
     try:
-        return sorted({info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)})
+        return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)})
     except (socket.gaierror, UnicodeError) as exc:
-        raise TpsbenchError(f"--host {host}: no such address ({exc.strerror or exc})") from None
+        raise TpsbenchError(f"--host {host}: no such address ({getattr(exc, 'strerror', None) or exc})") from None
 
 
 def check_local(host: str, allow_remote: bool) -> None:

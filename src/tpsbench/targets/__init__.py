@@ -49,7 +49,8 @@ def open_target(url: str | None = None) -> Target:
     try:
         parsed = sa.engine.make_url(text)
     except (sa.exc.ArgumentError, ValueError) as exc:
-        raise TpsbenchError(f"malformed database URL {safe_url(text)!r}: expected e.g. postgresql://user@host/db") from exc
+        raise TpsbenchError(f"malformed database URL {safe_url(text)!r}:"
+                            " expected e.g. postgresql://user@host/db") from exc
     classes = target_classes()
     backend, _, driver = parsed.drivername.partition("+")
     cls = classes.get("odbc" if driver == "pyodbc" and "odbc" in classes else backend)

@@ -97,7 +97,7 @@ NOT_PREPARED = frozenset({1295, 1461})
 def binding() -> tuple[Any, Any]:
     """(ffi, lib) over libmariadb, loaded once; a one-line error says what is missing."""
     try:
-        from cffi import FFI  # type: ignore[import-untyped]
+        from cffi import FFI  # type: ignore[import-untyped]  # cffi ships no type hints (types-cffi is not installed)
     except ImportError:
         raise TpsbenchError("--client prepared needs cffi: pip install 'tpsbench[fast]'") from None
     ffi = FFI()
@@ -113,7 +113,7 @@ def binding() -> tuple[Any, Any]:
 def unavailable() -> str | None:
     """Why prepared statements cannot run on mysqlclient's connections here, or None."""
     try:
-        import MySQLdb  # type: ignore[import-untyped]
+        import MySQLdb  # type: ignore[import-untyped]  # mysqlclient ships no type hints
         ffi, lib = binding()
     except (ImportError, TpsbenchError) as exc:
         return str(exc) if isinstance(exc, TpsbenchError) else "mysqlclient is not installed"
@@ -197,14 +197,14 @@ class Handle:
 
     def error(self, stmt: Any) -> Exception:
         """The statement's error as mysqlclient would raise it: (number, message), with the SQLSTATE."""
-        import MySQLdb  # type: ignore[import-untyped]
+        import MySQLdb
 
         ffi, lib = self.ffi, self.lib
         code, message = int(lib.mysql_stmt_errno(stmt)), ffi.string(lib.mysql_stmt_error(stmt)).decode(errors="replace")
         cls = MySQLdb.IntegrityError if code in (1062, 1451, 1452) else (
             MySQLdb.ProgrammingError if code in (1054, 1064, 1146) else MySQLdb.OperationalError)
         exc = cls(code, message)
-        exc.sqlstate = ffi.string(lib.mysql_stmt_sqlstate(stmt)).decode()  # type: ignore[attr-defined]
+        exc.sqlstate = ffi.string(lib.mysql_stmt_sqlstate(stmt)).decode()
         return exc
 
 

@@ -341,7 +341,7 @@ def text_params(params: Any) -> list[bytes | None] | None:
         text = str(params[0])
         values = [text.encode()] if "\0" not in text else []
     else:
-        values = "\0".join(map(str, params)).encode().split(b"\0")  # type: ignore[assignment]
+        values = "\0".join(map(str, params)).encode().split(b"\0")  # type: ignore[assignment]  # takes a None below for a NULL
     if len(values) != len(params):
         raise psycopg.DataError("PostgreSQL text parameters cannot contain NUL (0x00) bytes")
     # NULL (Payment's customer goes by id or by name, the other is NULL): str(None) is

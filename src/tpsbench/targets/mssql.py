@@ -44,7 +44,8 @@ UNION ALL SELECT N'default_data_path', CAST(SERVERPROPERTY('InstanceDefaultDataP
 UNION ALL SELECT N'default_log_path', CAST(SERVERPROPERTY('InstanceDefaultLogPath') AS NVARCHAR(4000))
 UNION ALL SELECT N'cpu_count', CAST(cpu_count AS NVARCHAR(4000)) FROM sys.dm_os_sys_info
 UNION ALL SELECT N'physical_memory_kb', CAST(physical_memory_kb AS NVARCHAR(4000)) FROM sys.dm_os_sys_info
-UNION ALL SELECT N'recovery_model', CAST(recovery_model_desc AS NVARCHAR(4000)) FROM sys.databases WHERE database_id = DB_ID()
+UNION ALL SELECT N'recovery_model', CAST(recovery_model_desc AS NVARCHAR(4000))
+    FROM sys.databases WHERE database_id = DB_ID()
 UNION ALL SELECT N'read_committed_snapshot', CAST(is_read_committed_snapshot_on AS NVARCHAR(4000))
     FROM sys.databases WHERE database_id = DB_ID()
 UNION ALL SELECT N'snapshot_isolation', CAST(snapshot_isolation_state_desc AS NVARCHAR(4000))

@@ -218,7 +218,7 @@ class MysqlTarget(MysqlFamily):
     driver_modules = ("MySQLdb", "pymysql")
 
     def __init__(self, url: URL) -> None:
-        self.driver = choose_driver(url)
+        self.driver = choose_driver(url)  # type: ignore[misc]  # the class's default driver, chosen per URL on the instance
         self.dbapi: Any = importlib.import_module(DRIVER_MODULES[self.driver])
         super().__init__(url)
         #: False once the server refused LOAD DATA LOCAL: later batches go straight to INSERT

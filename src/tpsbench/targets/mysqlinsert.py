@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tpsbench.core.batch import NULL_TEXT, Batch
+from tpsbench.core.batch import Batch
+from tpsbench.core.tsv import NULL_TEXT
 
 #: size of one multi-row INSERT: 1 MiB beat 4 MiB in bench/experiments/results/mysql_bulk_paths.txt,
 #: and stays well under max_allowed_packet (16 MiB on MariaDB, 64 MiB on MySQL 8)

@@ -78,7 +78,7 @@ class OdbcTarget(Target):
         for backend in cls.__dict__.get("odbc_backends", ()):  # declared here, not inherited
             OdbcTarget._flavours[backend] = cls
 
-    def __new__(cls, url: URL) -> OdbcTarget:  # noqa: PYI034 - returns the backend's subclass on purpose
+    def __new__(cls, url: URL) -> OdbcTarget:  # returns the backend's subclass on purpose
         flavour = cls
         if cls is OdbcTarget:
             from tpsbench.targets import target_classes
@@ -90,7 +90,7 @@ class OdbcTarget(Target):
     def __init__(self, url: URL) -> None:
         super().__init__(url)
         if not self.dialect:
-            self.dialect = self.url.get_backend_name()
+            self.dialect = self.url.get_backend_name()  # type: ignore[misc]  # the class's default dialect, taken from the URL on the instance
 
     # -- connections ----------------------------------------------------------------
     @property

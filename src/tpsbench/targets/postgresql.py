@@ -125,7 +125,7 @@ class PostgresTarget(Target):
         after 5 runs of one) where the next transaction may meet another server connection."""
         return {"prepare_threshold": None} if self.shares_connections else {}
 
-    def _connect(self) -> Any:
+    def _connect(self) -> Any:  # type: ignore[override]  # never asked for another database: only the server-level families are
         return psycopg.connect(**self._connect_params())
 
     def ensure_database(self) -> None:
@@ -160,8 +160,9 @@ class PostgresTarget(Target):
 
     def server_info(self) -> dict[str, str]:
         with self.translate_errors("reading server settings"), psycopg.connect(**self._connect_params()) as conn:
-            info = {"version": conn.execute("SHOW server_version").fetchone()[0]}
-            rows = conn.execute("SELECT name, setting, unit FROM pg_settings WHERE name = ANY(%s)", (list(KEY_SETTINGS),))
+            info = {"version": conn.execute("SHOW server_version").fetchone()[0]}  # type: ignore[index]  # SHOW always answers one row
+            rows = conn.execute("SELECT name, setting, unit FROM pg_settings WHERE name = ANY(%s)",
+                                (list(KEY_SETTINGS),))
             for name, setting, unit in rows:
                 info[name] = f"{setting}{' ' + unit if unit else ''}"
             return info
@@ -215,7 +216,7 @@ class PostgresTarget(Target):
         """pg_database_size of this database, and shared_buffers."""
         with self.translate_errors("reading sizes"), psycopg.connect(**self._connect_params()) as conn:
             size, pool = conn.execute("SELECT pg_database_size(current_database()),"
-                                      " pg_size_bytes(current_setting('shared_buffers'))").fetchone()  # type: ignore[misc]
+                                      " pg_size_bytes(current_setting('shared_buffers'))").fetchone()  # type: ignore[misc]  # a SELECT without FROM answers one row
             return {"database_bytes": int(size), "buffer_pool_bytes": int(pool)}
 
     def restart_server(self) -> None:
@@ -223,7 +224,7 @@ class PostgresTarget(Target):
         then connected to until it answers."""
         with self.translate_errors("restarting the server"), psycopg.connect(**self._connect_params()) as conn:
             folder, port = conn.execute("SELECT current_setting('data_directory'), current_setting('port')"
-                                        ).fetchone()  # type: ignore[misc]
+                                        ).fetchone()  # type: ignore[misc]  # a SELECT without FROM answers one row
         server.restart_postgres(folder, int(port), self.server_pid())
         server.wait_until(self.answers, f"{self.describe()} did not answer after its restart")
 
@@ -235,10 +236,11 @@ class PostgresTarget(Target):
             return self.pooler_room()
         with self.translate_errors("reading max_connections"), psycopg.connect(**self._connect_params()) as conn:
             row = conn.execute(
-                "SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int"
+                "SELECT current_setting('max_connections')::int"
+                " - current_setting('superuser_reserved_connections')::int"
                 " - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')::int"
             ).fetchone()
-            return int(row[0])
+            return int(row[0])  # type: ignore[index]  # a SELECT without FROM answers one row
 
     def pooler_room(self) -> int | None:
         """PgBouncer's max_client_conn less its clients now (but this one, about to leave),
@@ -261,7 +263,7 @@ class PostgresTarget(Target):
             return None
         try:  # the maintenance database: the URL's may not exist yet
             with psycopg.connect(**self._connect_params("postgres")) as conn:
-                return str(conn.execute("SHOW data_directory").fetchone()[0])  # type: ignore[index]
+                return str(conn.execute("SHOW data_directory").fetchone()[0])  # type: ignore[index]  # SHOW always answers one row
         except psycopg.Error:
             return None
 

@@ -48,7 +48,7 @@ class LazyRows(Sequence[tuple]):
     def __eq__(self, other: object) -> bool:
         return self.converted() == (other.converted() if isinstance(other, LazyRows) else other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as a class that defines __eq__ is
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.converted()!r})"

@@ -37,7 +37,7 @@ class SqliteTarget(Target):
     def path(self) -> str:
         return self.url.database or ":memory:"
 
-    def _connect(self) -> Any:
+    def _connect(self) -> Any:  # type: ignore[override]  # never asked for another database: only the server-level families are
         """check_same_thread=False: the engine keeps a user's connection from one step to
         the next, and the next step's user runs on a new thread; a connection is still
         used by one thread at a time, which is all sqlite3 needs."""
@@ -47,7 +47,7 @@ class SqliteTarget(Target):
         return conn
 
     @property
-    def engine(self) -> sa.Engine:  # type: ignore[override]
+    def engine(self) -> sa.Engine:
         engine = sa.create_engine(self.url, poolclass=sa.NullPool, connect_args={"timeout": BUSY_TIMEOUT_S})
         return engine
 

@@ -91,7 +91,7 @@ class CustomWorkload(Workload):
         return self.spec
 
     @property
-    def tables(self) -> tuple[str, ...]:  # type: ignore[override]
+    def tables(self) -> tuple[str, ...]:  # type: ignore[override]  # the file's tables, per instance, where Workload has a ClassVar
         """The file's tables, in its order."""
         return tuple(t.name for t in self.need_spec().tables)
 

@@ -87,7 +87,7 @@ class Confiner:
             self.problem(where, f"{parsed[0].name.upper()} is not a statement tpsbench can confine to the file's "
                                 f"tables: write it as {RUNS}")
             return None
-        return parsed[0]
+        return parsed[0]  # type: ignore[return-value]  # sqlglot.parse is typed as its base Expr
 
     def tables(self, statement: exp.Expression) -> Iterator[tuple[str, bool]]:
         """Each table ``statement`` names (its name as resolved, written?), CTE names left out."""

@@ -79,7 +79,7 @@ def _getter(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], Sequence[An
     if len(names) == 1:
         name = names[0]
         return lambda values: (values[name],)
-    return itemgetter(*names)  # type: ignore[return-value]
+    return itemgetter(*names)
 
 
 def deck(weights: Mapping[str, float], rng: random.Random) -> Iterator[str]:
@@ -114,12 +114,12 @@ def python_values(values: np.ndarray) -> list[Any]:
     """numpy's values as the driver takes them: texts as str, numbers as int or float."""
     if values.dtype.kind == "S":
         return [v.decode() for v in values.tolist()]
-    return values.tolist()  # type: ignore[no-any-return]
+    return values.tolist()
 
 
 def _indexes(rng: np.random.Generator, count: int) -> Callable[[int], list[Any]]:
     """``fill(n)`` for :func:`stream`: n row numbers of ``count`` rows, uniform."""
-    return lambda n: rng.integers(0, count, n).tolist()  # type: ignore[no-any-return]
+    return lambda n: rng.integers(0, count, n).tolist()
 
 
 def _values(rng: np.random.Generator, draw: generators.Draw) -> Callable[[int], list[Any]]:
@@ -208,7 +208,7 @@ class CustomSession(Session):
         rule says so: it returned or changed no row (rollback_if), or failed with one of
         its rollback_on errors. Any other failure rolls back and is raised as it is, for
         the engine to retry, reconnect or count."""
-        values: dict[str, Any] = inputs  # type: ignore[assignment]
+        values: dict[str, Any] = inputs  # type: ignore[assignment]  # inputs() gave this dict of the transaction's parameters
         cur = self.transaction_cursor
         assert cur is not None
         step: Step | None = None
@@ -235,7 +235,7 @@ class CustomSession(Session):
         except Exception as exc:
             try:
                 yield self.rollback
-            except Exception:  # noqa: BLE001, S110 - the connection may be gone; the first error matters
+            except Exception:  # noqa: BLE001 - the connection may be gone; the first error matters
                 pass
             if step is not None and step.rollback_on and step.rollback_on.matches(exc):
                 return False

@@ -158,7 +158,8 @@ class Reader:
         checks = tuple(c for i, raw in enumerate(self.array(doc, "check")) if (c := self.check(i, raw)))
         counters = tuple(n for i, raw in enumerate(self.array(doc, "counter")) if (n := self.counter(i, raw, names)))
         self.unique("counter", [c.name for c in counters])
-        retry_on = rules.parse(doc["retry_on"], f"{self.path}: retry_on", self.problems) if "retry_on" in doc else rules.ErrorNames()
+        retry_on = (rules.parse(doc["retry_on"], f"{self.path}: retry_on", self.problems) if "retry_on" in doc
+                    else rules.ErrorNames())
         description = doc.get("description", "")
         if not isinstance(description, str):
             self.problem("description", "must be text")

@@ -91,7 +91,7 @@ class SysbenchWorkload(Workload):
         self.transaction_names = (self.options.mode,)
 
     @property
-    def tables(self) -> tuple[str, ...]:  # type: ignore[override]
+    def tables(self) -> tuple[str, ...]:  # type: ignore[override]  # the layout, per instance, where Workload has a ClassVar
         """sbtest1..N of the configured (or verified) layout."""
         return table_names(self.table_count)
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, fields
 
 from tpsbench.core.cursor import CLIENT_CHOICES, CLIENT_HELP
 from tpsbench.core.delays import ENGINE_OPTIONS
-from tpsbench.core.workload import Option
 from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.workload import Option
 from tpsbench.workloads.sysbench.rand import RAND_TYPES, RandParams
 
 #: every sysbench OLTP script, the default first
@@ -138,7 +138,7 @@ def parse_options(options: Mapping[str, str | int | float | bool]) -> SysbenchOp
         else:
             known = sorted({"mode", "client", *_INT_KEYS, *_BOOL_KEYS, *_RAND_KEYS})
             raise TpsbenchError(f"unknown sysbench option {raw!r}; known: {', '.join(known)}")
-    return SysbenchOptions(**values, rand=RandParams(**rand))  # type: ignore[arg-type]
+    return SysbenchOptions(**values, rand=RandParams(**rand))  # type: ignore[arg-type]  # each value parsed to its field type above
 
 
 def mode_plan(opts: SysbenchOptions) -> ModePlan:
@@ -212,7 +212,8 @@ RUN_OPTIONS = (
     Option("rand_spec_res", "75", "special: percent of the draws that hit the hot values", needs=(_TYPE, "special")),
     Option("rand_pareto_h", "0.2", "pareto: shape parameter h", needs=(_TYPE, "pareto")),
     Option("rand_zipfian_exp", "0.8", "zipfian: exponent (a sysbench 1.1 distribution)", needs=(_TYPE, "zipfian")),
-    Option("random_points", "10", "select_random_points: values in the IN list", needs=("mode", "select_random_points")),
+    Option("random_points", "10", "select_random_points: values in the IN list",
+           needs=("mode", "select_random_points")),
     Option("number_of_ranges", "10", "select_random_ranges: BETWEEN ranges per SELECT",
            needs=("mode", "select_random_ranges")),
     Option("delta", "5", "select_random_ranges: width of each range", needs=("mode", "select_random_ranges")),

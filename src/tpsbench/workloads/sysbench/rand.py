@@ -229,9 +229,9 @@ def draw_many(rng: np.random.Generator, params: RandParams, a: int, b: int, n: i
     todo = np.arange(n)
     while todo.size:
         u = h_n + rng.random(todo.size) * (z.h_x1 - h_n)
-        t = np.maximum(u * (1 - e), -1.0)
+        w = np.maximum(u * (1 - e), -1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(np.abs(t) > 1e-8, np.log1p(t) / t, 1 - t * (0.5 - t * (1 / 3 - 0.25 * t)))
+            ratio = np.where(np.abs(w) > 1e-8, np.log1p(w) / w, 1 - w * (0.5 - w * (1 / 3 - 0.25 * w)))
         x = np.exp(ratio * u)
         k = np.clip((x + 0.5).astype(np.int64), 1, size)
         kf = k.astype(np.float64)

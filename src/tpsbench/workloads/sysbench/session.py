@@ -7,10 +7,10 @@ statements again; :meth:`SysbenchSession.transaction` only sends them.
 
 sysbench's summary splits queries into read/write/other. The session counts the same way,
 statement by statement, from what the server answered (the target's counting cursor,
-tpsbench.core.cursor), as sysbench counts its queries: every statement the server executed, the ROLLBACK after a failed transaction
-included. ``statement_counts`` holds the totals since the session opened; the engine
-reports their growth per interval (worker.py), which is how a step's QPS splits exactly
-as sysbench's does. ``SysbenchWorkload.statement_mix`` gives the nominal numbers per
+tpsbench.core.cursor), as sysbench counts its queries: every statement the server executed,
+the ROLLBACK after a failed transaction included. ``statement_counts`` holds the totals
+since the session opened; the engine reports their growth per interval (worker.py), which
+is how a step's QPS splits exactly as sysbench's does. ``SysbenchWorkload.statement_mix`` gives the nominal numbers per
 transaction.
 
 Think and keying times are 0: sysbench users never wait between events.
@@ -80,7 +80,7 @@ class SysbenchSession(Session):
         self.rebind(conn)
 
     @property
-    def statement_counts(self) -> dict[str, int]:  # type: ignore[override]
+    def statement_counts(self) -> dict[str, int]:  # type: ignore[override]  # a property where Session has a plain attribute
         """Statements executed since the session opened, by sysbench's kinds (read, write, other)."""
         return dict(zip(KINDS, self.totals))
 
@@ -92,7 +92,7 @@ class SysbenchSession(Session):
             self.runner.close()
         self.conn = conn
         self.target.set_autocommit(conn)  # BEGIN and COMMIT are statements of their own, as sysbench sends them
-        self.runner = self.transaction_cursor = self.target.counting_cursor(conn, self.client)  # type: ignore[assignment]
+        self.runner = self.transaction_cursor = self.target.counting_cursor(conn, self.client)  # type: ignore[assignment]  # a CountingCursor is the Cursor Session declares
 
     def next_transaction(self) -> str:
         return self.mode
@@ -180,7 +180,7 @@ class SysbenchSession(Session):
         runner, totals = self.runner, self.totals
         assert runner is not None
         try:
-            for statement in inputs:  # type: ignore[attr-defined]
+            for statement in inputs:  # type: ignore[attr-defined]  # inputs() gave the statements, a tuple
                 yield statement
                 totals[runner.kind] += 1
         except Exception as exc:
@@ -188,7 +188,7 @@ class SysbenchSession(Session):
                 try:
                     yield self.rollback
                     totals[runner.kind] += 1
-                except Exception:  # noqa: BLE001, S110 - the connection may be gone; the engine reconnects
+                except Exception:  # noqa: BLE001 - the connection may be gone; the engine reconnects
                     pass
             if self._is_duplicate(exc):
                 return False
@@ -196,13 +196,13 @@ class SysbenchSession(Session):
         return True
 
     def call(self, name: str, inputs: object) -> Statement:
-        return inputs[0]  # type: ignore[index,no-any-return]
+        return inputs[0]  # type: ignore[index]  # inputs() gave the statements, a tuple
 
     def answered(self, name: str, inputs: object, error: Exception | None) -> bool:
         """The statement counted by its kind once it has run; False for a duplicate key,
         as :meth:`transaction` does."""
         if error is None:
-            self.totals[self.runner.kind] += 1  # type: ignore[union-attr]
+            self.totals[self.runner.kind] += 1  # type: ignore[union-attr]  # opened: rebind() set the runner
             return True
         if self._is_duplicate(error):
             return False

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from tpsbench.core import columns
 from tpsbench.core.batch import Batch
@@ -126,7 +127,7 @@ def generate(task: LoadTask, params: LoadParams) -> Iterator[Batch]:
 # ---- helpers -------------------------------------------------------------------------
 
 
-def _full(n: int, value: object, dtype: object) -> np.ndarray:
+def _full(n: int, value: object, dtype: DTypeLike) -> np.ndarray:
     return np.full(n, value, dtype=dtype)
 
 

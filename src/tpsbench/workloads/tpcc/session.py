@@ -39,13 +39,13 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tpsbench.core.cursor import CLIENT_CHOICES, CLIENT_HELP
+from tpsbench.core.cursor import CLIENT_CHOICES, CLIENT_HELP, Statement
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.procedures import PROCEDURE_MODES, wants_procedures
-from tpsbench.core.session import RunContext, Session, Statement
-from tpsbench.core.workload import Option
 from tpsbench.core.parse import parse_mix
+from tpsbench.core.procedures import PROCEDURE_MODES, wants_procedures
+from tpsbench.core.session import RunContext, Session
 from tpsbench.core.target import Target
+from tpsbench.core.workload import Option
 from tpsbench.workloads.tpcc import delivery, new_order, order_status, payment, procedures, stock_level
 from tpsbench.workloads.tpcc.loader import DISTRICTS_PER_WAREHOUSE
 from tpsbench.workloads.tpcc.mix import TRANSACTIONS, Deck, Draws, keying_time, run_constants, think_time
@@ -81,7 +81,7 @@ _INPUTS = {
     "order_status": order_status.inputs,
     "delivery": delivery.inputs,
 }
-_EXECUTE = {
+_EXECUTE: dict[str, Callable[..., Any]] = {
     "new_order": new_order.execute,
     "payment": payment.execute,
     "order_status": order_status.execute,

@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from decimal import Decimal
 from functools import cache, partial
+from typing import TYPE_CHECKING, Any
 
 from tpsbench.core.procedures import call_statement
 from tpsbench.core.sql import SqlDialect, concat, counted, marked, money_binder, money_sql
@@ -73,11 +74,20 @@ class Statements:
     """
 
     # calls of the stored procedures, where the schema file has them (procedures.py)
-    call_new_order = call_payment = call_delivery = None
+    call_new_order: Any = None
+    call_payment: Any = None
+    call_delivery: Any = None
     # used only where the dialect has RETURNING/OUTPUT ...
-    pay_warehouse = pay_district = pay_customer = None
+    pay_warehouse: Any = None
+    pay_district: Any = None
+    pay_customer: Any = None
     # ... and only where it has not (MySQL)
-    pay_select = pay_update = None
+    pay_select: Any = None
+    pay_update: Any = None
+
+    if TYPE_CHECKING:
+        # the statements _build() names, set as attributes by __init__
+        def __getattr__(self, name: str) -> Any: ...
 
     def __init__(self, d: SqlDialect, mark: str) -> None:
         self.dialect = d

@@ -27,8 +27,16 @@ from tpsbench.core.session import Background, RunContext, Session
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Check, LoadParams, LoadTask, Option, SizeEstimate, Workload
 from tpsbench.workloads.tpce import checks, counts, expected, loader, mee, mix, procedures, trade_cleanup
-from tpsbench.workloads.tpce.layout import (DEFAULT_MARKET_DAYS, DEFAULT_TRADE_DAYS, MAX_MARKET_DAYS,
-                                            MAX_TRADE_DAYS, TABLES, day_count, first_trade_id, load_units)
+from tpsbench.workloads.tpce.layout import (
+    DEFAULT_MARKET_DAYS,
+    DEFAULT_TRADE_DAYS,
+    MAX_MARKET_DAYS,
+    MAX_TRADE_DAYS,
+    TABLES,
+    day_count,
+    first_trade_id,
+    load_units,
+)
 from tpsbench.workloads.tpce.maintenance import Maintenance
 from tpsbench.workloads.tpce.session import TpceSession
 

@@ -115,4 +115,5 @@ def per_symbol(entries: list[Entry]) -> list[tuple[str, list[Any]]]:
 
 def triggered(rows: Iterable[Sequence[Any]]) -> list[Triggered]:
     """The triggered orders of (t_id, symbol, qty, bid, type) rows, as read."""
-    return [Triggered(int(t_id), as_text(symb), int(qty), to_decimal(bid), as_text(tt)) for t_id, symb, qty, bid, tt in rows]
+    return [Triggered(int(t_id), as_text(symb), int(qty), to_decimal(bid), as_text(tt))
+            for t_id, symb, qty, bid, tt in rows]

@@ -88,7 +88,7 @@ class TpceSession(FramesSession):
 
     def inputs(self, name: str) -> object:
         if name in FROM_MARKET:
-            return mee.work_inputs(self.exchange, self._work)  # type: ignore[arg-type]
+            return mee.work_inputs(self.exchange, self._work)  # type: ignore[arg-type]  # a market transaction: the exchange and its drawn work are set
         if name == "trade_order":
             return trade_order.inputs(self.draw, self.next_trade_id())
         return _INPUTS[name](self.draw)
@@ -97,7 +97,7 @@ class TpceSession(FramesSession):
         """Run ``name`` (its frames and a commit, or its one call); False for
         Trade-Order's requested rollback."""
         if name in FROM_MARKET:
-            mee.execute_work(self, self.exchange, name, inputs)  # type: ignore[arg-type]
+            mee.execute_work(self, self.exchange, name, inputs)  # type: ignore[arg-type]  # a market transaction: the exchange is set
             return True
         output = self.perform(name, inputs)
         if output is None:

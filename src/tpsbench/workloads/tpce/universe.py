@@ -125,7 +125,8 @@ def _read(cur: Any) -> Universe:
         raise TpsbenchError("TPC-E: the database has no trades; rebuild it")
     first = _rows(cur, f"SELECT t_dts FROM trade WHERE t_id = {int(low)}")[0][0]
     last = _rows(cur, f"SELECT t_dts FROM trade WHERE t_id = {int(high)}")[0][0]
-    securities = tuple(Security(as_text(s), as_text(issue), as_text(name), to_decimal(price)) for s, issue, name, price in _rows(
+    securities = tuple(Security(as_text(s), as_text(issue), as_text(name), to_decimal(price))
+                       for s, issue, name, price in _rows(
         cur, "SELECT s_symb, s_issue, co_name, lt_price FROM security, company, last_trade"
              " WHERE co_id = s_co_id AND lt_s_symb = s_symb ORDER BY s_symb"))
     if not securities:
