@@ -129,12 +129,14 @@ def world(tmp_path_factory: pytest.TempPathFactory,
     """TPC-C (the session's build, copied) and sysbench in one database, a store with a run."""
     folder = tmp_path_factory.mktemp("corpus")
     copy_of(built_tpcc_sqlite, folder, "db.sqlite")
-    settings = {"TPSBENCH_DB": f"sqlite:///{folder / 'db.sqlite'}", "TPSBENCH_RESULTS": f"sqlite:///{folder / 'results.db'}"}
+    settings = {"TPSBENCH_DB": f"sqlite:///{folder / 'db.sqlite'}",
+                "TPSBENCH_RESULTS": f"sqlite:///{folder / 'results.db'}"}
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")}, **settings}
     built = cli_in_process("build", "sysbench", "--tables", "1", "--table-size", "500", cwd=folder, env=settings)
     assert built.returncode == 0, built.stderr
     done = subprocess.run([sys.executable, "-m", "tpsbench", *RUN[:2], "--users", "1", "--duration", "1s", "--rampup",
-                           "0s", "--interval", "0.5s"], env=env, cwd=folder, capture_output=True, text=True, timeout=300)
+                           "0s", "--interval", "0.5s"], env=env, cwd=folder, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stderr  # a run starts driver processes: not in this one
     yield folder, env
 
@@ -162,7 +164,8 @@ def attempt(world: tuple[Path, dict[str, str]], args: tuple[str, ...]) -> subpro
         return subprocess.CompletedProcess(args, 1, "", traceback.format_exc())
 
 
-def attempt_all(world: tuple[Path, dict[str, str]], cases: list[tuple[str, ...]]) -> list[subprocess.CompletedProcess[str]]:
+def attempt_all(world: tuple[Path, dict[str, str]],
+                cases: list[tuple[str, ...]]) -> list[subprocess.CompletedProcess[str]]:
     """Every case's outcome, in order: the real processes side by side (refused inputs read at
     most), then the rest one at a time, as this process has one working folder."""
     with ThreadPoolExecutor(4) as pool:

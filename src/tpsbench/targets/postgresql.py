@@ -91,7 +91,8 @@ class PostgresTarget(Target):
         super().__init__(url)
         mode = self.url.query.get(POOL_MODE)
         if mode is not None and mode not in POOL_MODES:
-            raise TpsbenchError(f"{POOL_MODE}={mode} in the URL: PgBouncer's pool_mode is one of {', '.join(POOL_MODES)}")
+            raise TpsbenchError(f"{POOL_MODE}={mode} in the URL: PgBouncer's pool_mode is one of "
+                                f"{', '.join(POOL_MODES)}")
         #: PgBouncer's pool_mode where the URL says one is in between, else None
         self.pool_mode = None if mode is None else str(mode)
 
