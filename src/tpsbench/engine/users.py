@@ -194,9 +194,11 @@ class VirtualUser:
     def hot_loop(self, session: Session, stop: threading.Event, think: bool) -> None:
         """Hot path: nothing here allocates beyond the session's own work and one record()."""
         rec, clock = self.recorder, time.perf_counter_ns
-        while not stop.is_set():
+        stopped = stop.is_set()
+        while not stopped:
             name = session.next_transaction()
             if not name:  # a background session with no work yet (it waited for some)
+                stopped = stop.is_set()
                 continue
             if think:
                 wait = session.keying_time(name)
@@ -206,7 +208,10 @@ class VirtualUser:
             t0 = clock()
             self.busy = name
             outcome = self.attempts(session, name, inputs, stop)
-            if stop.is_set() and not self.settle():
+            # the one look at ``stop`` per transaction, for the loop too: once the step has
+            # ended, the worker may have given up on this transaction (settle)
+            stopped = stop.is_set()
+            if stopped and not self.settle():
                 return
             self.busy = ""
             if outcome >= ROLLED_BACK:
@@ -223,7 +228,8 @@ class VirtualUser:
         when it is due (at once when it is overdue: it waited in the queue), and time it
         from its scheduled start; the wait for a free user and the service are timings."""
         rec, clock = self.recorder, time.monotonic_ns
-        while not stop.is_set():
+        stopped = stop.is_set()
+        while not stopped:
             intended = schedule.take()
             wait = intended - clock()
             if wait > 0 and stop.wait(wait / 1e9):
@@ -233,7 +239,8 @@ class VirtualUser:
             started = clock()
             self.busy = name
             outcome = self.attempts(session, name, inputs, stop)
-            if stop.is_set() and not self.settle():
+            stopped = stop.is_set()  # once per transaction, as in hot_loop
+            if stopped and not self.settle():
                 return
             self.busy = ""
             if outcome >= ROLLED_BACK:
