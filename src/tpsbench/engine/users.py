@@ -194,16 +194,20 @@ class VirtualUser:
     def hot_loop(self, session: Session, stop: threading.Event, think: bool) -> None:
         """Hot path: nothing here allocates beyond the session's own work and one record()."""
         rec, clock = self.recorder, time.perf_counter_ns
-        stopped = stop.is_set()
-        while not stopped:
+        if stop.is_set():
+            return
+        # ``while True``: CPython 3.11 specializes a function's bytecode only once it has
+        # been called or looped back unconditionally 8 times, and a thread calls this once
+        while True:
             name = session.next_transaction()
             if not name:  # a background session with no work yet (it waited for some)
-                stopped = stop.is_set()
+                if stop.is_set():
+                    return
                 continue
             if think:
                 wait = session.keying_time(name)
                 if wait > 0 and stop.wait(wait):
-                    break
+                    return
             inputs = session.inputs(name)
             t0 = clock()
             self.busy = name
@@ -221,7 +225,9 @@ class VirtualUser:
             if think:
                 wait = session.think_time(name)
                 if wait > 0 and stop.wait(wait):
-                    break
+                    return
+            if stopped:
+                return
 
     def paced_loop(self, session: Session, stop: threading.Event, schedule: Schedule) -> None:
         """A paced step (tpsbench.engine.pacing): take the next scheduled arrival, start it
