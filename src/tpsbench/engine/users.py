@@ -194,19 +194,28 @@ class VirtualUser:
     def hot_loop(self, session: Session, stop: threading.Event, think: bool) -> None:
         """Hot path: nothing here allocates beyond the session's own work and one record()."""
         rec, clock = self.recorder, time.perf_counter_ns
-        while not stop.is_set():
+        if stop.is_set():
+            return
+        # ``while True``: CPython 3.11 specializes a function's bytecode only once it has
+        # been called or looped back unconditionally 8 times, and a thread calls this once
+        while True:
             name = session.next_transaction()
             if not name:  # a background session with no work yet (it waited for some)
+                if stop.is_set():
+                    return
                 continue
             if think:
                 wait = session.keying_time(name)
                 if wait > 0 and stop.wait(wait):
-                    break
+                    return
             inputs = session.inputs(name)
             t0 = clock()
             self.busy = name
             outcome = self.attempts(session, name, inputs, stop)
-            if stop.is_set() and not self.settle():
+            # the one look at ``stop`` per transaction, for the loop too: once the step has
+            # ended, the worker may have given up on this transaction (settle)
+            stopped = stop.is_set()
+            if stopped and not self.settle():
                 return
             self.busy = ""
             if outcome >= ROLLED_BACK:
@@ -216,14 +225,17 @@ class VirtualUser:
             if think:
                 wait = session.think_time(name)
                 if wait > 0 and stop.wait(wait):
-                    break
+                    return
+            if stopped:
+                return
 
     def paced_loop(self, session: Session, stop: threading.Event, schedule: Schedule) -> None:
         """A paced step (tpsbench.engine.pacing): take the next scheduled arrival, start it
         when it is due (at once when it is overdue: it waited in the queue), and time it
         from its scheduled start; the wait for a free user and the service are timings."""
         rec, clock = self.recorder, time.monotonic_ns
-        while not stop.is_set():
+        stopped = stop.is_set()
+        while not stopped:
             intended = schedule.take()
             wait = intended - clock()
             if wait > 0 and stop.wait(wait / 1e9):
@@ -233,7 +245,8 @@ class VirtualUser:
             started = clock()
             self.busy = name
             outcome = self.attempts(session, name, inputs, stop)
-            if stop.is_set() and not self.settle():
+            stopped = stop.is_set()  # once per transaction, as in hot_loop
+            if stopped and not self.settle():
                 return
             self.busy = ""
             if outcome >= ROLLED_BACK:
