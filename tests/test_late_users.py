@@ -47,8 +47,8 @@ def rows(url: str) -> int:
         return int(conn.execute("SELECT count(*) FROM sbtest1").fetchone()[0])  # type: ignore[index]
 
 
-def start_run(url: str, folder: Path, duration: str, processes: str,
-              multiplex: str) -> tuple[Path, int, subprocess.Popen[str]]:
+def start_run(url: str, folder: Path, duration: str, processes: str, multiplex: str,
+              users: str = str(USERS)) -> tuple[Path, int, subprocess.Popen[str]]:
     """sysbench built at ``url`` (one small table), and a run of oltp_insert started on it
     through the CLI: its results store, the table's rows before it, the run's process."""
     results = folder / "results.db"
@@ -59,7 +59,7 @@ def start_run(url: str, folder: Path, duration: str, processes: str,
                            cwd=folder, capture_output=True, text=True, timeout=120, check=False)
     assert built.returncode == 0, built.stderr
     first = rows(url)
-    proc = subprocess.Popen([*cli, "run", "sysbench", "--mode", "oltp_insert", "--users", str(USERS), "--rampup",
+    proc = subprocess.Popen([*cli, "run", "sysbench", "--mode", "oltp_insert", "--users", users, "--rampup",
                              "0.5s", "--duration", duration, "--interval", "0.5s", "--processes", processes,
                              multiplex], env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -161,3 +161,38 @@ def test_a_worker_lost_before_its_last_report_fails_the_check_saying_why(pg_url:
     assert line == (f"HONESTY CHECK FAILED: the database changed by {honesty['actual']} but the driver counted "
                     f"{honesty['expected']}; the driver's count lacks what 1 worker(s) committed after their last"
                     f" report ({worker} was killed by signal 9 during step 1)"), line
+
+
+def test_a_user_given_up_on_counts_nothing_more_when_its_transaction_then_fails(pg_url: str, tmp_path: Path) -> None:
+    """Once the worker counted a stuck transaction in doubt, its thread's later failure (its
+    backend terminated while the next step runs) adds no second in-doubt, retry or error."""
+    results, _, proc = start_run(pg_url, tmp_path, "4s", "1", "--no-multiplex", users=f"{USERS},{USERS}")
+    assert proc.stderr is not None
+    with psycopg.connect(**conninfo(pg_url)) as holder:  # type: ignore[arg-type]
+        said = steady(proc)
+        holder.execute("LOCK TABLE sbtest1 IN SHARE MODE")
+        stuck: list[int] = []
+        deadline = time.monotonic() + 10
+        while len(stuck) < USERS:  # the users' backends, each waiting on the lock
+            assert time.monotonic() < deadline, "the users never waited on the lock"
+            with psycopg.connect(**conninfo(pg_url), autocommit=True) as look:  # type: ignore[arg-type]
+                stuck = [r[0] for r in look.execute("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                                    " AND datname = current_database()")]
+        while "did not stop within" not in said[-1]:
+            said.append(proc.stderr.readline())
+            assert said[-1], "".join(said)
+        with psycopg.connect(**conninfo(pg_url), autocommit=True) as killer:  # type: ignore[arg-type]
+            for pid in stuck:
+                killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        holder.rollback()
+    out, err = rest(proc)
+    text = "".join(said) + err
+    assert "Traceback" not in text + out, text
+    settle(pg_url)
+    store = ResultsStore(f"sqlite:///{results}", create=False)
+    run = store.list_runs()[-1]
+    assert run.honesty is not None and run.honesty["match"] is True, run.honesty
+    assert run.honesty["in_doubt"] == {"oltp_insert": USERS}, run.honesty
+    second = store.load_run(run.id).steps[1].summary
+    assert second is not None
+    assert (second.total("in_doubt"), second.total("retries"), second.total("errors")) == (0, 0, 0), text

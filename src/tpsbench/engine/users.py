@@ -268,7 +268,10 @@ class VirtualUser:
             try:
                 return COMMITTED if session.execute(name, inputs) else ROLLED_BACK
             except Exception as exc:  # noqa: BLE001 - sorted by the target in triage()
-                outcome = triage(target, rec, name, exc, retries, session)
+                with self.settling:  # the worker may have counted it in doubt already: then nothing more
+                    if self.given_up:
+                        return GONE
+                    outcome = triage(target, rec, name, exc, retries, session)
                 if outcome == "retry":
                     retries += 1
                     continue
