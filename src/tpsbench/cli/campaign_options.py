@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from tpsbench.cli.run import cluster_workers, run, waits
+from tpsbench.cli.run import cluster_workers, run, waits, warmup_seconds
 from tpsbench.commands.run import RunConfig, _step_rates
 from tpsbench.core.campaign import Campaign, run_args
 from tpsbench.core.errors import TpsbenchError
@@ -95,5 +95,6 @@ def _as_run_checks(campaign: Campaign, values: dict[str, Any]) -> None:
     chosen = {**{o.name: str(values[o.name]) for o in workload.run_options}, **waits(values)}
     cluster_workers(values["cluster"], values["cluster_workers"])
     check_text("the notes", values["notes"])
+    warmup_seconds(values, campaign.cache, campaign.duration_s, campaign.interval_s)
     _step_rates(RunConfig(campaign.workload, users=campaign.users, options=chosen, rates=parse_rates(values["rate"])))
     workload.configure(chosen)
