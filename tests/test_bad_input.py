@@ -66,7 +66,7 @@ CASES: list[tuple[str, ...]] = [
     (*RUN, "--warmup", "-5s"), (*RUN, "--warmup", "inf"), (*RUN, "--warmup", "nan"), (*RUN, "--warmup", "99999h"),
     (*RUN, "--warmup", "1ms"), (*RUN, "--warmup", "soon"), (*RUN, "--warmup", "1m", "--cache", "cold"),
     (*RUN, "--until-steady", "4s"), (*RUN, "--until-steady", "-1m"), (*RUN, "--until-steady", "inf"),
-    (*RUN, "--until-steady", "99999h"), (*RUN[:2], "--users", "1", "--duration", "10s", "--until-steady", "6s"),
+    (*RUN, "--until-steady", "99999h"), (*RUN[:2], "--users", "1", "--duration", "10s", "--interval", "1s", "--until-steady", "6s"),
     (*RUN, "--seed", "-5"), (*RUN, "--seed", "99999999999999999999999"), (*RUN, "--processes", "0"),
     (*RUN, "--build-if-missing", "--scale", "0"), (*RUN, "--build-if-missing", "--scale", "huge"),
     # text that cannot be stored
@@ -171,7 +171,7 @@ NAMED: list[tuple[tuple[str, ...], str]] = [
     ((*RUN, "--warmup", "999h"), "--warmup 999h: duration must be at most 30 days"),
     ((*RUN, "--warmup", "1m", "--cache", "cold"), "--warmup warms the caches that --cache cold empties"),
     ((*RUN, "--until-steady", "4s"), "--until-steady 4s is shorter than 5 intervals of 1s, the window SNIA's"),
-    ((*RUN[:2], "--users", "1", "--duration", "10s", "--until-steady", "6s"),
+    ((*RUN[:2], "--users", "1", "--duration", "10s", "--interval", "1s", "--until-steady", "6s"),
      "--until-steady 6s is shorter than --duration 10s: it extends a step's measured window, never cuts it"),
     ((*RUN, "--interarrival", "fixed:0s"), "--interarrival fixed:0s: a mean gap of 0s is under 1ms"),
     ((*RUN, "--interarrival", "uniform:0s..1ms"), "a mean gap of 0.0005s is under 1ms"),
