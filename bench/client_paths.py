@@ -32,7 +32,8 @@ from servers import add_url_options, database  # type: ignore[import-not-found]
 from tpsbench.commands.build import build
 from tpsbench.core.meta import read_meta
 from tpsbench.core.session import RunContext
-from tpsbench.engine.coordinator import LoadStep, run_steps
+from tpsbench.engine.coordinator import run_steps
+from tpsbench.engine.steps import LoadStep
 from tpsbench.targets import open_target
 from tpsbench.workloads.tpcc import TpccWorkload
 

@@ -64,7 +64,8 @@ from servers import add_url_options, database, mysql_args, pg_conninfo, urls  # 
 
 import tpsbench
 from tpsbench.core.session import RunContext
-from tpsbench.engine.coordinator import LoadStep, RunStatus, run_steps
+from tpsbench.engine.coordinator import RunStatus, run_steps
+from tpsbench.engine.steps import LoadStep
 from tpsbench.targets import open_target
 from tpsbench.workloads.sysbench import SysbenchWorkload
 

@@ -145,6 +145,10 @@ def test_options_take_only_the_run_options_that_fit_a_whole_campaign(
     ('rate = "100"\nthink = "fixed:1s"', "[options] --rate schedules every transaction's start"),
     ('force = "yes"', "[options] force is a flag: true or false, not 'yes'"),
     ('processes = true', "[options] processes is not a flag: give a value, not True"),
+    ('warmup = "-5s"', "[options] --warmup -5s: duration must look like 30s, 2m or 1h"),
+    ('warmup = "1ms"', "[options] --warmup must be 0 (none) or from 0.1s to 30 days, not 0.001s"),
+    ('until_steady = "40s"', "[options] --until-steady 40s is shorter than 5 intervals of 10s"),
+    ('until-steady = "60s"', "[options] --until-steady 60s is shorter than --duration 120s"),
     ('notes = [1, 2]', "[options] notes must be text, a number or true/false"),
 ])
 def test_option_values_are_checked_as_run_checks_them(bare_cwd: Path, options: str, needle: str,

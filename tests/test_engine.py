@@ -23,7 +23,8 @@ from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.session import RunContext, Session
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Check, LoadParams, LoadTask, Workload
-from tpsbench.engine.coordinator import LoadStep, RunOutcome, RunStatus, StepOutcome, run_steps
+from tpsbench.engine.coordinator import RunOutcome, RunStatus, StepOutcome, run_steps
+from tpsbench.engine.steps import LoadStep
 from tpsbench.measure.reports import IntervalReport
 from tpsbench.targets import open_target
 

@@ -245,7 +245,8 @@ def test_engine_step_survives_every_backend_killed_with_users_on_the_shared_thre
     when the connections died (their commits may have happened unseen)."""
     from test_engine import bounded
 
-    from tpsbench.engine.coordinator import LoadStep, RunStatus, run_steps
+    from tpsbench.engine.coordinator import RunStatus, run_steps
+    from tpsbench.engine.steps import LoadStep
     from tpsbench.workloads import get_workload
 
     wl = get_workload("tpcc")

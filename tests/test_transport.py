@@ -20,9 +20,10 @@ from test_engine import CounterWorkload, commits, evidence, make_table
 
 from tpsbench.core.session import RunContext
 from tpsbench.core.workload import Workload
-from tpsbench.engine.coordinator import LoadStep, RunStatus, plan_run, run_plan
+from tpsbench.engine.coordinator import RunStatus, plan_run, run_plan
 from tpsbench.engine.local import LocalProcesses
 from tpsbench.engine.protocol import Stop, WorkerFailed, WorkerLost, WorkerReady
+from tpsbench.engine.steps import LoadStep
 from tpsbench.engine.transport import Transport, WorkerLink
 from tpsbench.engine.worker import Worker
 

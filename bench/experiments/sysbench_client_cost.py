@@ -47,7 +47,8 @@ CHILD = r"""
 import json, multiprocessing as mp, os, sys
 from pathlib import Path
 from tpsbench.core.session import RunContext
-from tpsbench.engine.coordinator import LoadStep, run_steps
+from tpsbench.engine.coordinator import run_steps
+from tpsbench.engine.steps import LoadStep
 from tpsbench.targets import open_target
 from tpsbench.workloads.sysbench import SysbenchWorkload
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import click
 
-from tpsbench.cli.run import cluster_workers, run, waits
-from tpsbench.commands.run import RunConfig, _step_rates
+from tpsbench.cli.run import cluster_workers, run, waits, warmup_seconds
+from tpsbench.commands.pacing_options import step_rates
 from tpsbench.core.campaign import Campaign, run_args
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.parse import check_text, parse_rates
@@ -95,5 +95,6 @@ def _as_run_checks(campaign: Campaign, values: dict[str, Any]) -> None:
     chosen = {**{o.name: str(values[o.name]) for o in workload.run_options}, **waits(values)}
     cluster_workers(values["cluster"], values["cluster_workers"])
     check_text("the notes", values["notes"])
-    _step_rates(RunConfig(campaign.workload, users=campaign.users, options=chosen, rates=parse_rates(values["rate"])))
+    warmup_seconds(values, campaign.cache, campaign.duration_s, campaign.interval_s)
+    step_rates(parse_rates(values["rate"]), campaign.users, chosen)
     workload.configure(chosen)

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from tpsbench.cli.options import (
+    DURATION_FORM,
     Decorator,
     WorkloadGroup,
     db_option,
@@ -58,6 +59,19 @@ def common_run_options(cls: type[Workload]) -> Decorator:
         duration_option("interval", "10s", "How often the live line prints, and the length of a stored interval:"
                                            f" from {MIN_INTERVAL_S:g}s (what this host reports on time) to --duration"
                                            " (the default is cut to a shorter --duration)."),
+        duration_option("warmup", "0s", "Before the first step: run its users (after its --rampup) this long,"
+                                        " unmeasured, so that its figures start on warm caches, a full buffer pool"
+                                        " and a settled WAL rather than measuring them filling (SNIA's"
+                                        " preconditioning). Its intervals are stored and charted as the"
+                                        " warm-up (step 0), never in a step's figures. 0s: none; refused with"
+                                        " --cache cold, which empties the caches again."),
+        click.option("--until-steady", default=None, metavar="MAX",
+                     help="Per step: measure at least --duration, then go on interval by interval until the last"
+                          " five steady intervals pass SNIA's steady-state test (TPS and p95 each within a 20%"
+                          " range and a 10% slope of their average), at most MAX in all: a step that settles"
+                          " fast ends early, a slow one gets the time it needs, and each says (and stores) which"
+                          " happened. MAX is at least five --interval and --duration. With --warmup, the warm-up"
+                          f" ends once steady too. A {DURATION_FORM}."),
         click.option("--storage", default="", metavar="LABEL",
                      help="Name of the storage configuration under test, e.g. 'RAID10 8x SSHD' (compare takes it)."),
         click.option("--storage-file", default=None, metavar="FILE",
@@ -202,6 +216,17 @@ class RunCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+def warmup_seconds(values: dict[str, Any], cache: str, duration_s: float, interval_s: float) -> dict[str, Any]:
+    """``--warmup`` and ``--until-steady`` in seconds, checked as the run checks them with the
+    steps' timing (a campaign's too)."""
+    from tpsbench.commands.warmup import check_warmup
+
+    seconds = _seconds("warmup", values["warmup"])
+    until = _seconds("until-steady", values["until_steady"]) if values["until_steady"] else None
+    check_warmup(seconds, cache, until, duration_s, interval_s)
+    return {"warmup_s": seconds, "until_steady_s": until}
+
+
 def _seconds(flag: str, text: str) -> float:
     """A duration option's seconds, or one line naming the option and its value."""
     try:
@@ -228,8 +253,9 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
             raise click.UsageError("--arrivals spaces the arrivals of --rate: give --rate TPS too, or leave it out")
         timing: dict[str, Any] = {f"{key}_s": _seconds(key, values[key]) for key in ("rampup", "duration", "interval")}
         check_timing(**timing, interval_given=given("interval"))
+        phases = warmup_seconds(values, values["cache"], timing["duration_s"], timing["interval_s"])
         config = RunConfig(
-            workload=name, url=values["url"], users=parse_users(values["users"]), **timing,
+            workload=name, url=values["url"], users=parse_users(values["users"]), **timing, **phases,
             storage=values["storage"], workers=values["processes"],
             seed=values["seed"], options={**{o.name: str(values[o.name]) for o in options}, **waits(values)},
             results_url=values["results_url"], notes=values["notes"],
@@ -267,10 +293,14 @@ def run() -> None:
     across and TPS, response times and percentiles down, and the host's CPU. Ctrl-C,
     SIGTERM or SIGHUP (to tpsbench or its whole process group) ends it within seconds,
     keeps every finished interval, stores it as interrupted and exits 130, 143 or 129.
+    --warmup runs the first step's load before it, stored apart and never in a step's
+    figures; --until-steady MAX measures each step on past --duration until SNIA's
+    steady-state test holds over its last five intervals, or MAX.
 
     \b
       tpsbench run tpcc --build-if-missing --scale 1 --users 1,4,8 --duration 20s
       tpsbench run tpcc --users 1,20,50 --duration 5m --storage "RAID10 8x SSHD"
+      tpsbench run tpcc --users 8,32 --warmup 5m --until-steady 20m   # preconditioned; each step until steady
       tpsbench run tpcc --storage "RAID10 8x SSHD" --storage-file pools.toml --data-path /srv/pg
       tpsbench run tpcc --think spec --delivery deferred   # TPC-C's queued Delivery
       tpsbench run sysbench --mode oltp_read_only --users 8,16 --processes 2

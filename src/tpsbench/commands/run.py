@@ -13,15 +13,15 @@ import os
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tpsbench import __version__
 from tpsbench.commands.build import build_if_missing
 from tpsbench.commands.cache import ServerDown, cold_refused, empty_caches
+from tpsbench.commands.pacing_options import make_trace_folder, step_rates, trace_folder
 from tpsbench.commands.step_end import all_failed, finish_step
 from tpsbench.commands.storage import storage_facts
-from tpsbench.core.delays import waits_of
+from tpsbench.commands.warmup import check_warmup, keep_warmup, measured_text, warmup_step, warmup_text, warmup_total
 from tpsbench.core.errors import TpsbenchError, signal_of
 from tpsbench.core.meta import active_run, describe_mark, note_run_ended, note_run_started, read_meta
 from tpsbench.core.parse import check_cache, check_seed, check_text
@@ -30,7 +30,8 @@ from tpsbench.core.session import RunContext
 from tpsbench.core.signals import Deferred
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
-from tpsbench.engine.coordinator import LoadStep, RunOutcome, RunStatus, StepOutcome, check_steps, plan_run, run_plan
+from tpsbench.engine.coordinator import RunOutcome, RunStatus, StepOutcome, plan_run, run_plan
+from tpsbench.engine.steps import LoadStep, check_steps
 from tpsbench.measure.db_counters import DatabaseCounters
 from tpsbench.measure.db_waits import DbWaits
 from tpsbench.measure.devices import Device
@@ -43,7 +44,7 @@ from tpsbench.measure.observers import Readings, StepObserver
 from tpsbench.measure.reachability import Reachability, outage_figures
 from tpsbench.measure.reports import IntervalReport, clock
 from tpsbench.report.metrics import metrics_endpoint
-from tpsbench.results.schema import BEFORE_STEP, STORAGE_LABEL_MOST
+from tpsbench.results.schema import BEFORE_STEP, STORAGE_LABEL_MOST, WARMUP_STEP
 from tpsbench.results.store import ResultsStore, StoreUnwritable
 from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
@@ -64,6 +65,10 @@ class RunConfig:
     rampup_s: float = 30.0
     duration_s: float = 120.0
     interval_s: float = 10.0
+    #: a warm-up at the first step's load before it, stored as step 0, never measured (0: none)
+    warmup_s: float = 0.0
+    #: --until-steady: each step measures at least duration_s, then ends once steady, or at this (None: off)
+    until_steady_s: float | None = None
     storage: str = ""
     #: a TOML file describing storage configurations (tpsbench.core.storage); ``storage`` names one
     storage_file: str | None = None
@@ -112,43 +117,6 @@ class RunRecord:
     store: ResultsStore
 
 
-def _step_rates(config: RunConfig) -> list[float]:
-    """Each step's rate: none, one for all, or one per step; a one-line error otherwise.
-    Pacing decides when transactions start, so think and keying times would fight it."""
-    waits = waits_of(config.options)
-    if waits.interarrival.waits and waits.around:
-        raise TpsbenchError("--interarrival schedules each user's transactions, so it cannot be combined with "
-                            "keying or think times: give --think off")
-    if not config.rates:
-        return [0.0] * len(config.users)
-    if len(config.rates) not in (1, len(config.users)):
-        raise TpsbenchError(f"--rate gives {len(config.rates)} rates for {len(config.users)} steps: give one, or "
-                            "one per step")
-    if any(r > 0 for r in config.rates) and (waits.around or waits.interarrival.waits):
-        raise TpsbenchError("--rate schedules every transaction's start, so it cannot be combined with keying,"
-                            " think or interarrival times: leave them off")
-    return config.rates * len(config.users) if len(config.rates) == 1 else list(config.rates)
-
-
-def _trace_dir(config: RunConfig) -> str:
-    """The trace folder as an absolute path the workers share ("" for none), made by
-    :func:`_make_trace_dir` once nothing else can refuse the run."""
-    if config.trace_dir is None:
-        return ""
-    if not (config.rates or waits_of(config.options).interarrival.waits):
-        raise TpsbenchError("--trace writes the timestamps of paced steps: give --rate or --interarrival too")
-    return str(Path(config.trace_dir).resolve())
-
-
-def _make_trace_dir(folder: str) -> None:
-    if not folder:
-        return
-    try:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise TpsbenchError(f"cannot make the trace folder {folder}: {exc.strerror or exc}") from None
-
-
 def run(config: RunConfig, live: Callable[[str], None] | None = print,
         observers: Sequence[StepObserver] | None = None) -> RunRecord:
     """Run ``config`` and record it; returns the run id and what happened.
@@ -159,11 +127,13 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     (default: :func:`default_observers`).
     """
     wl = get_workload(config.workload)
-    trace_dir = _trace_dir(config)
-    steps = [LoadStep(users=u, duration_s=config.duration_s, rampup_s=config.rampup_s,
+    trace_dir = trace_folder(config.trace_dir, config.rates, config.options)
+    paced = step_rates(config.rates, config.users, config.options)
+    steps = [LoadStep(users=u, duration_s=config.until_steady_s or config.duration_s, rampup_s=config.rampup_s,
+                      least_s=config.duration_s if config.until_steady_s else None,
                       interval_s=config.interval_s, multiplex=config.multiplex, rate=rate, arrivals=config.arrivals,
                       trace_dir=trace_dir)
-             for u, rate in zip(config.users, _step_rates(config))]
+             for u, rate in zip(config.users, paced)]
     # everything the config alone can refuse, before anything is written
     check_steps(steps, None if config.cluster else config.workers or len(os.sched_getaffinity(0)))
     if config.seed is not None:
@@ -171,6 +141,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     check_text("the storage label", config.storage, STORAGE_LABEL_MOST)
     check_text("the notes", config.notes)
     check_cache(config.cache)
+    check_warmup(config.warmup_s, config.cache, config.until_steady_s, config.duration_s, config.interval_s)
     endpoint = metrics_endpoint(config.metrics_addr, config.allow_remote)
     target = open_target(config.url)
     facts = storage_facts(target, config.storage, config.storage_file, config.data_path)
@@ -208,8 +179,9 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         if endpoint is not None:
             endpoint.start()
         plan = plan_run(ctx, wl, steps, workers=config.workers, target=target,
-                        beside=sum(o.connections for o in watch), capacity=cluster.capacity if cluster else None)
-        _make_trace_dir(trace_dir)
+                        warmup=warmup_step(config.warmup_s, steps[0]), beside=sum(o.connections for o in watch),
+                        capacity=cluster.capacity if cluster else None)
+        make_trace_folder(trace_dir)
         prepared = wl.prepare_run(target, ctx.options)
         if prepared and live is not None:
             live(prepared)
@@ -234,7 +206,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         if endpoint is not None:
             endpoint.close()
         raise
-    users_by_step = {n: u for n, u in enumerate(config.users, start=1)}
+    users_by_step = {n: u for n, u in enumerate(config.users, start=1)} | {WARMUP_STEP: config.users[0]}
     outcome = RunOutcome(RunStatus.INTERRUPTED, [])
     status = "failed"
     kept: list[int] = []  # the steps the store holds in full
@@ -245,7 +217,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     seen: list[Readings] = []  # the finished steps' steady readings, for the verdicts' unloaded awaits
 
     series = endpoint.add(run_id, config.campaign, target.describe(), label) if endpoint else None
-    rates = dict(enumerate(_step_rates(config), start=1))
+    rates = dict(enumerate(paced, start=1)) | {WARMUP_STEP: paced[0]}
 
     def store_interval(report: IntervalReport) -> None:
         store.add_interval(run_id, report, users_by_step[report.step])
@@ -280,6 +252,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
             on_step=store_step,
             live=live, observers=watch, transport=cluster, before_step=empty if cache == "cold" else None,
         )
+        keep_warmup(store, run_id, outcome, live, secrets_of(target.url))
         status = outcome.status.value
         failed = all_failed(outcome) if status == "completed" else None
         status = "failed" if failed else status
@@ -300,8 +273,8 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         else:
             try:
                 honesty = honesty_check(wl, before, _database_counts(wl, target),
-                                        (result.total() for result in outcome.steps),
-                                        [why for result in outcome.steps for why in result.unreported])
+                                        (result.total() for result in outcome.phases()),
+                                        [why for result in outcome.phases() for why in result.unreported])
             except KeyboardInterrupt as exc:  # the run's steps are done and kept; it ends interrupted, unchecked
                 status, outcome.signal = "interrupted", signal_of(exc)
                 honesty = {"match": None, "skipped": "interrupted during the honesty check"}
@@ -374,11 +347,12 @@ def default_observers(target: Target, devices: Sequence[Device]) -> list[StepObs
 def plan_line(run_id: int, config: RunConfig, results: str) -> str:
     """What the run will do, said before it starts: its steps, their timing, about how long
     in all (each step's start takes about a second more) and where its results go."""
-    each = config.rampup_s + config.duration_s
-    ramp = f"{clock(config.rampup_s)} ramp-up + " if config.rampup_s else ""
-    return (f"run {run_id}: {len(config.users)} step(s) of {', '.join(map(str, config.users))} users, each "
-            f"{ramp}{clock(config.duration_s)} measured, a line every {clock(config.interval_s)}: about "
-            f"{clock(len(config.users) * (each + 1.0))} in all; results in {results}")
+    each = config.rampup_s + (config.until_steady_s or config.duration_s)
+    total = len(config.users) * (each + 1.0) + warmup_total(config.warmup_s, config.rampup_s)
+    return (f"run {run_id}: {warmup_text(config.warmup_s)}{len(config.users)} step(s) of "
+            f"{', '.join(map(str, config.users))} users, each "
+            f"{measured_text(config.rampup_s, config.duration_s, config.until_steady_s)}, a line every "
+            f"{clock(config.interval_s)}: about {clock(total)} in all; results in {results}")
 
 
 def _database_counts(wl: Workload, target: Target) -> dict[str, int]:

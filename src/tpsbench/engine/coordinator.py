@@ -10,10 +10,8 @@ next while A stays) and sends each a :class:`WorkerStep` with one absolute start
 Workers answer with one IntervalReport per interval; the coordinator merges the reports
 of an interval once every live worker has sent it, adds what the step observers read
 over it, prints a live line, hands it to ``on_interval`` (the results store) and, at
-the end of the step, summarises the steady-state intervals alone. K and A are
-``--workers`` when given; by default a step of u users gets ceil(u / n) workers, at most
-one per core, n being the workload's ``users_per_worker`` (1, every core, unless fewer
-and fuller workers measured cheaper).
+the end of the step, summarises the steady-state intervals alone (how many workers:
+:func:`plan_run`). A step with ``least_s`` ends once steady (tpsbench.engine.until_steady).
 
 Robustness is part of the measurement's honesty: a Ctrl-C stops the workers and keeps the
 finished intervals; a worker that dies is noticed through the transport, recorded, and
@@ -35,7 +33,6 @@ from typing import TypeVar
 
 from tpsbench.core.delays import waits_of
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.parse import MAX_DURATION_S, MAX_RATE, MAX_USERS, MIN_INTERVAL_S
 from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Workload
@@ -43,9 +40,10 @@ from tpsbench.engine.descriptors import raise_soft_limit, refuse_descriptors
 from tpsbench.engine.interrupts import Interruptible
 from tpsbench.engine.local import LocalProcesses
 from tpsbench.engine.merge import IntervalMerger, fresh_copy
-from tpsbench.engine.pacing import ARRIVALS, PACING, refuse_rate, share, step_figures
+from tpsbench.engine.pacing import PACING, refuse_rate, share, step_figures
 from tpsbench.engine.protocol import (
     STOP_GRACE_S,
+    EndStep,
     Stop,
     WorkerFailed,
     WorkerLost,
@@ -54,7 +52,9 @@ from tpsbench.engine.protocol import (
     WorkerStepDone,
     interval_bounds,
 )
+from tpsbench.engine.steps import LoadStep, check_steps
 from tpsbench.engine.transport import Transport
+from tpsbench.engine.until_steady import UNTIL_STEADY, SteadyWatch, watch_for
 from tpsbench.measure.host_cpu import worker_hosts
 from tpsbench.measure.observers import Observers, Readings, StepObserver
 from tpsbench.measure.reports import IntervalReport, clock, live_line, merge_readings
@@ -69,28 +69,6 @@ STOP_WAIT_S = 2.5
 READY_TIMEOUT_S = 60.0
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class LoadStep:
-    """One user load of a run: ``users`` start over ``rampup_s``, then ``duration_s`` is measured.
-
-    Users connect (when they have no connection yet) at their start, so without a ramp-up
-    connection setup falls into the first measured interval: give every step a ramp-up.
-    """
-
-    users: int
-    duration_s: float
-    rampup_s: float = 0.0
-    interval_s: float = 10.0
-    #: host users whose sessions allow it on one shared thread per worker (tpsbench.engine.multiplex)
-    multiplex: bool = True
-    #: a paced step's arrivals per second for all its users, and their spacing
-    #: (tpsbench.engine.pacing); 0: a closed loop, each user's next transaction after its last
-    rate: float = 0.0
-    arrivals: str = "poisson"
-    #: a folder where a paced step's workers write every transaction's timestamps ("": none)
-    trace_dir: str = ""
 
 
 class RunStatus(str, Enum):
@@ -133,6 +111,12 @@ class RunOutcome:
     steps: list[StepOutcome]
     #: what interrupted the run: signal.SIGINT (Ctrl-C), SIGTERM or SIGHUP; None if nothing did
     signal: int | None = None
+    #: the warm-up before the first step (step 0), if any: its intervals are never steady
+    warmup: StepOutcome | None = None
+
+    def phases(self) -> list[StepOutcome]:
+        """The warm-up, if any, then the steps: everything the run did to the database."""
+        return [self.warmup, *self.steps] if self.warmup is not None else list(self.steps)
 
 
 @dataclass(frozen=True)
@@ -145,10 +129,13 @@ class RunPlan:
     workers: int
     #: users a worker hosts before a step spreads over the next one
     per_worker: int
+    #: a preconditioning phase run as step 0 before the first step, never measured (None: none)
+    warmup: LoadStep | None = None
 
 
 def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, workers: int | None = None,
-             target: Target | None = None, beside: int = 0, capacity: int | None = None) -> RunPlan:
+             target: Target | None = None, beside: int = 0, capacity: int | None = None,
+             warmup: LoadStep | None = None) -> RunPlan:
     """Check a run before it starts and size its workers; a one-line error refuses it.
 
     Refused: no steps, a step that cannot be measured, a worker count below 1, a largest
@@ -160,9 +147,10 @@ def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, 
     them, at most one per core, n being the workload's ``users_per_worker``. ``beside``:
     connections the caller holds through the steps besides the users' (an observer's).
     ``capacity``: how many workers there is room for by default (None: this host's
-    cores; a Dask cluster's workers, tpsbench.engine.dask_cluster).
+    cores; a Dask cluster's workers, tpsbench.engine.dask_cluster). ``warmup``: a step
+    run first as step 0, at no more users than the largest step.
     """
-    check_steps(steps)
+    check_steps([*steps, *([warmup] if warmup else [])])
     if workers is not None and workers < 1:
         raise TpsbenchError(f"workers must be at least 1, not {workers}")
     raise_soft_limit()
@@ -181,28 +169,7 @@ def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, 
     refuse_descriptors(most, count)
     for step in steps:
         refuse_rate(step.rate, step.users, count)
-    return RunPlan(ctx, workload, tuple(steps), count, per_worker)
-
-
-def check_steps(steps: Sequence[LoadStep], processes: int | None = None) -> None:
-    """Refuse, in one line naming the value, steps that cannot be measured; with the most
-    driver ``processes`` the run can have, also a rate that many cannot keep."""
-    if not steps:
-        raise TpsbenchError("no steps to run")
-    for step in steps:
-        if not 1 <= step.users <= MAX_USERS:
-            raise TpsbenchError(f"a step needs 1 to {MAX_USERS:,} users, not {step.users:,}")
-        for what, seconds, least in (("duration", step.duration_s, MIN_INTERVAL_S),
-                                     ("interval", step.interval_s, MIN_INTERVAL_S), ("ramp-up", step.rampup_s, 0.0)):
-            if not least <= seconds <= MAX_DURATION_S:  # NaN fails too
-                raise TpsbenchError(f"a step's {what} must be from {least:g} s to 30 days, not {seconds} s")
-        if not 0 <= step.rate < MAX_RATE:
-            raise TpsbenchError(f"a step's rate must be 0 (no pacing) or positive and below {MAX_RATE:,}, "
-                                f"not {step.rate}")
-        if processes is not None:
-            refuse_rate(step.rate, step.users, processes)
-        if step.arrivals not in ARRIVALS:
-            raise TpsbenchError(f"arrivals must be one of {', '.join(ARRIVALS)}, not {step.arrivals!r}")
+    return RunPlan(ctx, workload, tuple(steps), count, per_worker, warmup)
 
 
 def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None = None,
@@ -221,9 +188,10 @@ def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None
     transport = transport or LocalProcesses(plan.workers)
     coordinator = Coordinator(plan, transport, Observers(observers), on_interval, live)
     results: list[StepOutcome] = []
+    warmup: StepOutcome | None = None
     with coordinator.sigint_handler():
         try:
-            for number, step in enumerate(plan.steps, start=1):
+            for number, step in ([(0, plan.warmup)] if plan.warmup else []) + list(enumerate(plan.steps, start=1)):
                 if coordinator.interrupted:
                     break
                 coordinator.ensure_workers()
@@ -231,14 +199,17 @@ def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None
                 if coordinator.interrupted:
                     break
                 result = coordinator.run_step(number, step, fresh=before_step is not None)
-                results.append(result)
-                coordinator.deliver(on_step, result)
+                if number == 0:  # the warm-up: kept apart, and not handed on as a step
+                    warmup = result
+                else:
+                    results.append(result)
+                    coordinator.deliver(on_step, result)
         finally:
             transport.close(1.0 if coordinator.interrupted else STOP_WAIT_S)
     if coordinator.failure is not None:
         raise coordinator.failure
     return RunOutcome(RunStatus.INTERRUPTED if coordinator.interrupted else RunStatus.COMPLETED, results,
-                      coordinator.signal)
+                      coordinator.signal, warmup)
 
 
 def run_steps(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep],
@@ -261,6 +232,9 @@ class Coordinator(Interruptible):
         super().__init__()
         #: what a callback raised, if one did: run_plan raises it once the workers are stopped
         self.failure: Exception | None = None
+        #: the step's steadiness watch (--until-steady) and the workers to end it on
+        self.watch: SteadyWatch | None = None
+        self.watched: set[int] = set()
 
     def deliver(self, callback: Callable[[T], None] | None, value: T) -> None:
         """Hand ``value`` to the caller's callback; one that raises stops the run as a
@@ -319,6 +293,7 @@ class Coordinator(Interruptible):
         merger = IntervalMerger(sent, functools.partial(self.emit, number, step, start_at, [b[2] for b in bounds],
                                                         paced))
         hosts: Readings = {}  # what workers on other hosts read of them over the steady window
+        self.watch, self.watched = watch_for(step), sent
         try:
             self.collect(number, step, start_at, sent, merger, result, hosts)
         finally:
@@ -326,6 +301,10 @@ class Coordinator(Interruptible):
         result.intervals = merger.flush()
         result.summary = SteadySummary.from_reports(result.intervals, step.users, number)
         result.observations = self.observers.steady() | worker_hosts(hosts)
+        if self.watch is not None:  # which happened, said and stored with the step
+            result.observations[UNTIL_STEADY] = self.watch.reading()
+            if self.live is not None:
+                self.live(self.watch.line(f"step {number}" if number else "the warm-up"))
         if paced:
             steady = [(r.seconds, r.arrivals, r.total("commits") + r.total("rollbacks"), r.queue)
                       for r in result.intervals if r.steady]
@@ -378,9 +357,14 @@ class Coordinator(Interruptible):
              report: IntervalReport) -> None:
         """Hand a merged interval on, with the observers' readings over it; the live line
         skips the in-flight tail (a fraction of a second). Once a callback failed, what
-        arrives while the workers stop is neither kept nor said."""
+        arrives while the workers stop is neither kept nor said. The warm-up's (step 0) are
+        never steady: no reader of the store can count them in a step's figures."""
         if self.failure is not None:
             return
+        if self.watch is not None and self.watch.add(report, report.steady) and not self.interrupted:
+            for index in self.watched:
+                self.transport.send(index, EndStep(number))
+        report.steady = report.steady and number > 0
         report.observations = self.observers.interval(report.interval) | worker_hosts(report.hosts)
         pacing: tuple[str, ...] = ()
         if paced and report.seconds:
@@ -388,9 +372,10 @@ class Coordinator(Interruptible):
                                            "queue": float(report.queue)}
             pacing = (f"offered {report.arrivals / report.seconds:.1f}/s, queue {report.queue}",)
         if self.live is not None and report.interval < len(planned):
-            notes = () if report.steady else ("ramp-up",) if not planned[report.interval] else ("partial",)
-            notes = (*pacing, *notes)
+            steady = report.steady or (number == 0 and planned[report.interval])  # the warm-up says so in its place
+            notes = (*pacing, *(() if steady else ("ramp-up",) if not planned[report.interval] else ("partial",)))
             elapsed = report.t_end - start_at
             left = f"{clock(step.rampup_s + step.duration_s - elapsed)} left"
-            self.live(live_line(report, step.users, elapsed, f"{number}/{len(self.plan.steps)}", (*notes, left)))
+            where = f"{number}/{len(self.plan.steps)}" if number else "warm-up"
+            self.live(live_line(report, step.users, elapsed, where, (*notes, left)))
         self.deliver(self.on_interval, report)

@@ -55,6 +55,15 @@ class Stop:
 
 
 @dataclass(frozen=True)
+class EndStep:
+    """Coordinator -> worker: end step ``step`` now, its interval under way not steady, and
+    wait for the next (it reached steady state: ``run --until-steady``). One that comes once
+    the step is over is ignored: it must not end the next step."""
+
+    step: int
+
+
+@dataclass(frozen=True)
 class WorkerReady:
     worker: int
     pid: int

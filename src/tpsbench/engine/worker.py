@@ -45,6 +45,7 @@ from tpsbench.engine.multiplex import Multiplexer
 from tpsbench.engine.pacing import TIMINGS, Schedule
 from tpsbench.engine.protocol import (
     STOP_GRACE_S,
+    EndStep,
     WorkerFailed,
     WorkerReady,
     WorkerStep,
@@ -72,6 +73,8 @@ class Worker:
         self.background: list[tuple[Background, VirtualUser]] = []
         self.last_users_in_step = 0
         self.stopped = False
+        #: the step under way, and whether the coordinator ended it (EndStep: it reached steady state)
+        self.step, self.ending = 0, False
         #: this step's arrivals per user when it is paced (tpsbench.engine.pacing)
         self.schedules: dict[int, Schedule] = {}
         self.start_mono = 0.0
@@ -84,18 +87,21 @@ class Worker:
             msg = self.link.poll(None)
             if isinstance(msg, WorkerStep):
                 self.run_step(msg)
-            else:
+            elif not isinstance(msg, EndStep):  # an EndStep of a step over already: nothing to end
                 break
         for user in self.users.values():
             user.close()
 
     def wait(self, seconds: float) -> bool:
-        """Sleep ``seconds`` unless the coordinator says stop; True when stopped."""
-        if self.stopped:
-            return True
-        if seconds > 0 and self.link.poll(seconds) is not None:
-            self.stopped = True  # anything but a plan mid-step means stop
-        return self.stopped
+        """Sleep ``seconds`` unless the coordinator says stop, or end this step; True then."""
+        deadline = time.monotonic() + seconds
+        while not (self.stopped or self.ending) and (left := deadline - time.monotonic()) > 0:
+            msg = self.link.poll(left)
+            if isinstance(msg, EndStep):
+                self.ending = msg.step == self.step  # one of a step over already: wait on
+            elif msg is not None:
+                self.stopped = True  # anything but a plan mid-step means stop
+        return self.stopped or self.ending
 
     def prepare_users(self, plan: WorkerStep) -> None:
         """Keep connections when the step has at least as many users as the last one.
@@ -123,6 +129,7 @@ class Worker:
 
     def run_step(self, plan: WorkerStep) -> None:
         problems: list[str] = []
+        self.step, self.ending = plan.step, False
         self.prepare_users(plan)
         start_mono = self.start_mono = time.monotonic() + (plan.start_at - time.time())
         stop = threading.Event()
@@ -163,7 +170,8 @@ class Worker:
                 problems.append(f"the shared thread gave up on {mux.in_doubt} transaction(s) still out after"
                                 f" {deadline - cut:.0f} s, counted in doubt")
         # the stragglers: transactions in flight at the end (or at a stop) are reported too
-        begin = bounds[number][0] if self.stopped and number < len(bounds) else (bounds[-1][1] if bounds else 0.0)
+        ended = (self.stopped or self.ending) and number < len(bounds)
+        begin = bounds[number][0] if ended else (bounds[-1][1] if bounds else 0.0)
         self.send_report(plan, number, begin, time.monotonic() - start_mono, False)
         if plan.trace_dir and self.schedules:
             self.write_trace(plan, problems)

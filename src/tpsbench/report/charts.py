@@ -32,6 +32,7 @@ from tpsbench.measure.disk_io import DiskIo
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.reports import ALL
 from tpsbench.results.records import RunData, StoredStep
+from tpsbench.results.schema import WARMUP_STEP
 
 #: one colour per configuration, the same in every chart of a page
 PALETTE = [str(c) for c in TABLEAU_COLORS.values()]
@@ -197,14 +198,15 @@ def timeline(key: str, data: RunData, label: str, index: int) -> Chart | None:
             steady = [iv.steady for iv in here]
             ax.scatter(mid, [get(iv) for iv in here], s=14, zorder=3, edgecolors=colour(index),
                        facecolors=[colour(index) if s else "white" for s in steady])
-        tps_ax.annotate(f"{users} u", ((start + end) / 2, 1.0), xycoords=("data", "axes fraction"),
-                        ha="center", va="bottom", fontsize=8)
+        tps_ax.annotate("warm-up" if step == WARMUP_STEP else f"{users} u", ((start + end) / 2, 1.0),
+                        xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=8)
     tps_ax.set(ylabel="TPS")
     p95_ax.set(ylabel="p95 (ms)", xlabel="seconds since the run's first interval")
     for ax in (tps_ax, p95_ax):
         ax.set_ylim(bottom=0)
     return Chart(key, f"TPS and p95 over time: {label}", _svg(fig, key),
-                 [("Filled points are steady intervals (the step's figures); hollow ones are ramp-up. "
+                 [("Filled points are steady intervals (the step's figures); hollow ones are ramp-up, or the "
+                   "warm-up before the first step (--warmup), which no step's figures count. "
                   "'u': virtual users. Intervals shorter than half the usual one (the in-flight tail "
                   "at a step's end) are left out.")])
 

@@ -126,7 +126,7 @@ from tpsbench.report.limits import run_verdicts, step_io
 from tpsbench.report.steadiness import steady_state_json
 from tpsbench.report.table import main_metric, run_labels
 from tpsbench.results.records import RunData, StoredInterval, StoredStep
-from tpsbench.results.schema import BEFORE_STEP, PROBLEM
+from tpsbench.results.schema import BEFORE_STEP, PROBLEM, WARMUP_STEP
 from tpsbench.results.store import ResultsStore
 
 SCHEMA = "tpsbench-report/2"
@@ -203,8 +203,8 @@ def _run(data: RunData, label: str, histograms: Histograms | None) -> dict[str, 
     records = {s.step: s for s in data.steps}
     readings = _readings(data)
     verdicts = run_verdicts(data)
-    numbers = sorted(set(records) | {i.step for i in data.intervals} | {e.step for e in data.errors}
-                     | {step for step, _ in readings})
+    numbers = sorted(n for n in set(records) | {i.step for i in data.intervals} | {e.step for e in data.errors}
+                     | {step for step, _ in readings} if n != WARMUP_STEP)  # the warm-up is no step
     steps = [_step(data, n, records.get(n), readings, verdicts.get(n),
                    histograms.get((r.id, n)) if histograms is not None else None) for n in numbers]
     record = {"id": r.id, "label": label, "workload": r.workload, "status": r.status, "storage": r.storage,

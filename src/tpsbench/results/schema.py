@@ -123,6 +123,9 @@ observations_table = sa.Table(
 #: the ``interval`` of readings taken before a step's first interval, outside every
 #: measured window: a server restart of ``--cache cold`` (tpsbench.commands.cache)
 BEFORE_STEP = -1
+#: the ``step`` of a run's warm-up (``run --warmup``): its intervals, readings and problems,
+#: stored before step 1's; it has no ``steps`` row and its intervals are never steady
+WARMUP_STEP = 0
 #: campaigns (tpsbench.commands.campaign): what was asked for, and how it ended
 campaigns_table = sa.Table(
     "campaigns", metadata,
