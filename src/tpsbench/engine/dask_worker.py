@@ -107,7 +107,7 @@ class HostLink(WorkerLink):
         if isinstance(message, WorkerStep):
             bounds = interval_bounds(message.rampup_s, message.duration_s, message.interval_s)
             self.observers.start_step(message.step, len(message.users), message.start_at, bounds)
-        elif message is not None:  # a Stop: the last report must not wait for a sample
+        elif message is not None:  # a Stop or an EndStep: the step's last report must not wait for a sample
             self.observers.halt()
         return message
 
