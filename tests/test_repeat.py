@@ -12,6 +12,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,9 @@ from tpsbench.core.repeats import (
     repeat_round,
     step_loads,
 )
+from tpsbench.results.records import Run
 from tpsbench.results.store import ResultsStore
+from tpsbench.serve.views import plan, time_left
 
 
 def tpsbench(folder: Path, *args: str, db: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -81,6 +84,15 @@ def test_a_campaign_round_is_both_keys_within_range_and_no_repeat_beside_it() ->
             check_campaign_round(number, rounds, 1)
     with pytest.raises(TpsbenchError, match="takes no --repeat"):
         check_campaign_round(1, 2, 2)
+
+
+def test_a_live_page_plans_every_step_of_every_round() -> None:
+    """The live page names step k's users from its plan, and counts the time left over every round."""
+    run = Run(1, "tpcc", datetime(2026, 1, 1), None, "running", "",
+              {"users": [1, 20], "repeat": 3, "rampup_s": 1.0, "duration_s": 9.0})
+    assert plan(run)["users"] == [1, 20, 1, 20, 1, 20]
+    assert time_left(run, None, 0.0, 0.0) == 60.0
+    assert time_left(run, 5, 100.0, 104.0) == 16.0  # 6 s of step 5, and step 6
 
 
 # -- real runs --------------------------------------------------------------------------------
