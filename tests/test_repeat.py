@@ -19,6 +19,7 @@ import pytest
 from conftest import copy_of
 from test_cli_help import invoke
 
+from tpsbench.commands.run import RunConfig, run
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.repeats import (
     MAX_REPEAT,
@@ -137,6 +138,24 @@ def test_a_repeated_run_on_postgresql_until_steady(pg_url: str, tmp_path: Path) 
         steps = db.execute("SELECT step, users FROM steps ORDER BY step").fetchall()
         (config,) = db.execute("SELECT json_extract(config, '$.repeat') FROM runs").fetchone()
     assert steps == [(1, 1), (2, 2), (3, 1), (4, 2)] and config == 2
+
+
+@pytest.mark.slow
+def test_a_repeated_run_on_a_dask_cluster(built_tpcc_sqlite: Path, tmp_path: Path) -> None:
+    """Every round's steps go to the cluster's workers like any step (an absolute SQLite path, as --cluster asks)."""
+    import distributed  # the test extra has it
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
+            distributed.Client(c) as client:
+        client.wait_for_workers(1, timeout=60)
+        scheduler = client.scheduler.address
+        record = run(RunConfig("tpcc", copy_of(built_tpcc_sqlite, tmp_path), users=[1, 2], repeat=2, rampup_s=0.0,
+                               duration_s=0.5, interval_s=0.5, workers=1, seed=3, cluster=scheduler,
+                               results_url=f"sqlite:///{tmp_path / 'results.db'}"), live=None)
+    assert record.status == "completed" and record.honesty["match"] is True, record.honesty
+    data = record.store.load_run(record.run_id)
+    assert [(s.step, s.users) for s in data.steps] == [(1, 1), (2, 2), (3, 1), (4, 2)]
+    assert data.run.config["repeat"] == 2 and data.run.config["cluster"]["scheduler"] == scheduler
 
 
 # -- campaigns ----------------------------------------------------------------------------------
