@@ -38,8 +38,8 @@ from tpsbench import __version__
 from tpsbench.commands.build import build
 from tpsbench.commands.run import RunConfig, RunRecord, run
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.engine.dask_cluster import connect, local_only, offset_of
-from tpsbench.engine.dask_transport import DaskTransport, Place, _Slot
+from tpsbench.engine.dask.cluster import connect, local_only, offset_of
+from tpsbench.engine.dask.transport import DaskTransport, Place, _Slot
 from tpsbench.engine.protocol import WorkerLost, WorkerStep
 from tpsbench.measure.histogram import merged
 from tpsbench.measure.host_cpu import on_worker_host, worker_hosts
