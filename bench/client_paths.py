@@ -5,7 +5,7 @@ Why: ``--client fast`` means the path that costs the server least with the drive
 machine of its own (issue 20). bench/vs_sysbench.py measures that for sysbench's
 statements; TPC-C sends stored-procedure calls, where the server's work is the
 procedure's and the statement's parse is a small part of it, while the prepared path
-reads every answer through Python (targets/mysqlrows.py) instead of mysqlclient's C. This
+reads every answer through Python (targets/mysql/prepared_rows.py) instead of mysqlclient's C. This
 measures both paths on the same database, the order rotating every round, with TPC-C's
 procedures (``--procedures on``, the default) and without (each statement sent by the
 driver), so that the default can follow the figures.

@@ -23,7 +23,7 @@ from tpsbench.engine.multiplex import DRAW_AHEAD, Multiplexer
 from tpsbench.measure.recorder import IntervalRecorder
 from tpsbench.measure.reports import IntervalReport
 from tpsbench.targets import open_target
-from tpsbench.targets.mysqlprepared import PreparedCursor
+from tpsbench.targets.mysql.prepared import PreparedCursor
 from tpsbench.workloads.tpcc import USERS_PER_WORKER, TpccWorkload
 from tpsbench.workloads.tpcc.checks import CHECKS
 from tpsbench.workloads.tpcc.counts import database_counts, expected_counts

@@ -29,7 +29,8 @@ from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.schema import split_ddl
 from tpsbench.core.session import RunContext
 from tpsbench.core.workload import LoadParams, LoadTask
-from tpsbench.targets import libmariadb, open_target
+from tpsbench.targets import open_target
+from tpsbench.targets.mysql import libmariadb
 from tpsbench.workloads import get_workload
 from tpsbench.workloads.sysbench import SysbenchWorkload
 from tpsbench.workloads.sysbench.common import TEMPLATES, sql_set, table_ddl

@@ -37,7 +37,7 @@ from sqlalchemy.engine import make_url
 
 from tpsbench.core.batch import Batch
 from tpsbench.core.schema import split_ddl
-from tpsbench.targets.mysql import MysqlTarget, insert_rows, load_data_local
+from tpsbench.targets.mysql.target import MysqlTarget, insert_rows, load_data_local
 from tpsbench.workloads.tpcc import TpccWorkload
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the modules shared with it

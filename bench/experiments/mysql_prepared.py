@@ -13,7 +13,7 @@ Paths, each on sysbench's point select (``SELECT c FROM sbtest<t> WHERE id=?``, 
 table of 10 and an id drawn as sysbench draws it; one statement per transaction, as
 oltp_point_select):
 
-* ``text mysqlclient``: what tpsbench sends today (targets/mysqlclient.py's counting
+* ``text mysqlclient``: what tpsbench sends today (targets/mysql/mysqlclient.py's counting
   cursor): ``query`` of the literal statement, ``discard_result``.
 * ``prep mariadb``: MariaDB Connector/Python (``pip install mariadb``),
   ``cursor(prepared=True).execute`` + ``fetchall``, a cursor per table (1.1 sends these
@@ -81,7 +81,7 @@ SELECT = "SELECT c FROM sbtest%d WHERE id=%s"
 #: figures compare with sysbench's only on the same distribution
 IDENT = SbRand(random.Random(), RandParams()).default
 
-#: the part of libmariadb's C API the binding calls: tpsbench's (targets/libmariadb.py),
+#: the part of libmariadb's C API the binding calls: tpsbench's (targets/mysql/libmariadb.py),
 #: and the connecting and non-blocking calls this experiment makes itself
 CDEF = libmariadb.CDEF + """
 MYSQL *mysql_init(MYSQL *mysql);
