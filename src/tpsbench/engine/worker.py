@@ -2,7 +2,7 @@
 
 A worker hosts many virtual users (tpsbench.engine.users), each with a thread and its
 own synchronous DB-API connection. Threads, not asyncio, by measurement
-(bench/experiments/engine_threads_vs_asyncio.py): for the same point select psycopg's sync
+(bench/experiments/results/engine_threads_vs_asyncio.txt): for the same point select psycopg's sync
 API costs the client less CPU per transaction than its asyncio API and gives more
 transactions per second in one process, and PyMySQL has no asyncio API at all. Drivers
 release the GIL while waiting on the server, so a few hundred mostly waiting users per

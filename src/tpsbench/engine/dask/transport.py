@@ -7,7 +7,7 @@ the two goes over it, pickled as between local workers (multiprocessing.connecti
 authenticated by the run's random key; a start's token picks the one connection taken).
 
 Why a plain TCP connection rather than Dask's own channels, by measurement
-(bench/experiments/dask_channels.py, results/dask_channels.txt: 2 LocalCluster workers,
+(bench/experiments/results/dask_channels.txt: 2 LocalCluster workers,
 6 KB messages at 30/s each): to the coordinator p50 0.35-0.48 ms over TCP against
 1.9-4.3 ms through a distributed.Queue (the scheduler in between) and 12-15 ms through an
 actor; the driver's CPU per message 0.5-0.8 ms against 2.3 ms (Queue) and 4.9-5.0 ms

@@ -7,8 +7,8 @@ force either: ``mysql+pymysql://`` or ``mysql+mysqldb://``; a bare ``mysql://`` 
 ``mariadb://``) takes the fastest one installed.
 
 Bulk path: LOAD DATA LOCAL INFILE of the batch's TSV, written to a temporary file in
-/dev/shm (memory, so the file costs no disk I/O). bench/experiments/mysql_bulk_paths.py measured it
-against large multi-row INSERTs (bench/experiments/results/mysql_bulk_paths.txt): with both drivers
+/dev/shm (memory, so the file costs no disk I/O). Measured against large multi-row INSERTs
+(bench/experiments/results/mysql_bulk_paths.txt): with both drivers
 LOAD DATA loads about 1.8x the rows per second (median over tables and runs) for a
 third of the client CPU. Multi-row INSERT stays as the fallback for servers that
 refuse LOCAL (MySQL 8 ships with ``local_infile=OFF``).
