@@ -26,7 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from cpu_meter import SplitCores, WindowMeter, cpu_text, describe_split, parse_cpus  # type: ignore[import-not-found]
+from cpu_meter import WindowMeter  # type: ignore[import-not-found]
+from split_cores import SplitCores, cpu_text, describe_split, parse_cpus  # type: ignore[import-not-found]
 from servers import add_url_options, database  # type: ignore[import-not-found]
 
 from tpsbench.commands.build import build
