@@ -197,7 +197,7 @@ def test_errors_are_sorted_as_the_text_paths(target: Target, conn: Any) -> None:
     cur.execute("INSERT INTO tp (a) VALUES (%s)", (1,))
     with pytest.raises(MySQLdb.IntegrityError) as dup:
         cur.execute("INSERT INTO tp (a) VALUES (%s)", (1,))
-    assert dup.value.args[0] == 1062 and dup.value.sqlstate == "23000"  # type: ignore[attr-defined]
+    assert dup.value.args[0] == 1062 and dup.value.sqlstate == "23000"
     with pytest.raises(MySQLdb.ProgrammingError):
         cur.execute("SELECT nope FROM tp WHERE a = %s", (1,))
     killer = target.connect()

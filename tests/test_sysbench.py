@@ -67,7 +67,7 @@ def prepare(url: str, tables: int, table_size: int, *, seed: int = 0, **kwargs: 
 def need_sysbench() -> str:
     if SYSBENCH is None:
         unavailable("sysbench (apt-get install sysbench)")
-    return SYSBENCH  # type: ignore[return-value]
+    return SYSBENCH
 
 
 # -- scratch databases named tpsb_sb_* ------------------------------------------------------------
