@@ -64,8 +64,9 @@ class PrivatePostgres:
 class PrivateMariadb:
     """A mariadbd of its own (its own datadir, port and socket), restartable at will."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder, self.port = folder, free_port()
+    def __init__(self, folder: Path, files: int | None = None) -> None:
+        #: the open-files limit the server runs under (prlimit), where the test sets one
+        self.folder, self.port, self.files = folder, free_port(), files
         _run("mariadb-install-db", "--no-defaults", "--user=root", f"--datadir={folder / 'data'}",
              "--auth-root-authentication-method=normal", "--skip-test-db")
         self.process: subprocess.Popen | None = None
@@ -76,8 +77,9 @@ class PrivateMariadb:
         return f"mysql+pymysql://root@127.0.0.1:{self.port}/tpsbench"
 
     def start(self) -> None:
+        limit = ["prlimit", f"--nofile={self.files}:{self.files}"] if self.files else []
         self.process = subprocess.Popen(
-            ["/usr/sbin/mariadbd", "--no-defaults", "--user=root", f"--datadir={self.folder / 'data'}",
+            [*limit, "/usr/sbin/mariadbd", "--no-defaults", "--user=root", f"--datadir={self.folder / 'data'}",
              f"--port={self.port}", "--bind-address=127.0.0.1", f"--socket={self.folder / 'mysqld.sock'}",
              f"--pid-file={self.folder / 'mysqld.pid'}", f"--log-error={self.folder / 'error.log'}"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -110,9 +112,10 @@ def _answering(connect: Callable[[], object], timeout: float = 60.0) -> None:
 
 
 @contextlib.contextmanager
-def private_server(kind: str) -> Iterator[PrivatePostgres | PrivateMariadb]:
+def private_server(kind: str, files: int | None = None) -> Iterator[PrivatePostgres | PrivateMariadb]:
     """A running instance of ``kind`` ("postgresql" or "mysql") with an empty database
-    ``tpsbench``, removed on exit; unavailable (skip, or fail under CI) where it cannot be made."""
+    ``tpsbench``, removed on exit; unavailable (skip, or fail under CI) where it cannot be made.
+    ``files``: a MariaDB's open-files limit (its process's, so open_files_limit cannot exceed it)."""
     tool = "pg_createcluster" if kind == "postgresql" else "mariadb-install-db"
     if shutil.which(tool) is None:
         unavailable(tool, "needed for a server instance of the test's own")
@@ -121,7 +124,7 @@ def private_server(kind: str) -> Iterator[PrivatePostgres | PrivateMariadb]:
     server: PrivatePostgres | PrivateMariadb | None = None
     try:
         try:
-            server = PrivatePostgres(folder) if kind == "postgresql" else PrivateMariadb(folder)
+            server = PrivatePostgres(folder) if kind == "postgresql" else PrivateMariadb(folder, files)
         except (subprocess.CalledProcessError, OSError, LookupError) as exc:
             unavailable(f"a private {kind} instance", getattr(exc, "stderr", b"") or exc)
         wait_until_answering(server)

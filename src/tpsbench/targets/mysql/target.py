@@ -58,8 +58,11 @@ KEY_SETTINGS = (
     "version", "version_comment", "innodb_buffer_pool_size", "innodb_flush_log_at_trx_commit",
     "sync_binlog", "log_bin", "innodb_flush_method", "innodb_log_file_size", "innodb_redo_log_capacity",
     "innodb_io_capacity", "innodb_doublewrite", "max_connections", "transaction_isolation",
-    "tx_isolation", "datadir",
+    "tx_isolation", "datadir", "open_files_limit", "thread_handling",
 )
+#: files a server holds beside its tables' and connections' (logs, sockets, pipes): the
+#: margin left free under open_files_limit
+FILES_BESIDE = 24
 #: drivers by the name used in URLs, with the module that provides each
 DRIVER_MODULES = {"mysqldb": "MySQLdb", "pymysql": "pymysql"}
 SHM = "/dev/shm"
@@ -163,20 +166,31 @@ class MysqlFamily(MysqlSessions):
         server.restart_mysql(self)
 
     def connection_limit(self) -> int | None:
-        """Connections still free: max_connections less the clients connected now.
+        """Connections still free: max_connections less the clients connected now, or
+        fewer where the server's open files bind first (each connection holds one, beside
+        the tables' and InnoDB's; past open_files_limit a connection is refused).
 
         Our own connection is counted back in, since it closes before the run opens its own.
         """
-        with self.session("reading max_connections") as conn:
-            cur = conn.cursor()
-            cur.execute("SELECT @@GLOBAL.max_connections")
-            limit = int(cur.fetchone()[0])
-            cur.execute("SHOW GLOBAL STATUS LIKE 'Threads_connected'")
-            connected = int(cur.fetchone()[1])
-            cur.close()
-        return limit - connected + 1
+        return min(self._connection_room()) + 1
+
+    def _connection_room(self) -> tuple[int, int]:
+        """(room under max_connections, room under open_files_limit), our connection counted."""
+        ((limit, files),) = self.fetch_all("SELECT @@GLOBAL.max_connections, @@GLOBAL.open_files_limit",
+                                           "reading max_connections")
+        status = dict(self.fetch_all("SHOW GLOBAL STATUS WHERE Variable_name IN "
+                                     "('Threads_connected', 'Open_files', 'Innodb_num_open_files')",
+                                     "reading open files"))
+        used = {str(k).lower(): int(v) for k, v in status.items()}
+        connected = used.get("threads_connected", 0)
+        held = used.get("open_files", 0) + used.get("innodb_num_open_files", 0) + FILES_BESIDE
+        return int(limit) - connected, int(files) - held - connected
 
     def connection_limit_hint(self) -> str:
+        connections, files = self._connection_room()
+        if files < connections:
+            return ("each connection holds one of the server's open files: raise open_files_limit in my.cnf's "
+                    "[mysqld] (and LimitNOFILE in its systemd unit) and restart it")
         return "raise it with SET GLOBAL max_connections = N (and max_connections in my.cnf to keep it)"
 
     def data_paths(self) -> list[str]:
