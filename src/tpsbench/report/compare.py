@@ -153,8 +153,8 @@ def compare(runs: Sequence[RunData], baseline: int = 0) -> Comparison:
     per_run = [{users: _figures(data, s.step, s.summary) for users, s in found.items() if s.summary is not None}
                for data, found in zip(runs, steps)]
     repeated = [repeat_tps(data) for data in runs]
-    for figures, data in zip(per_run, runs):
-        figures.update(_repeat_figures(data))
+    for found_figures, data in zip(per_run, runs):
+        found_figures.update(_repeat_figures(data))
     tps = [{users: [i.tps for i in steady_intervals(data, s.step)] if data.intervals else None
             for users, s in found.items()} for data, found in zip(runs, steps)]
     base = per_run[baseline]
