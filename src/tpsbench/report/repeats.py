@@ -111,8 +111,9 @@ def latency_spread(column: Column, field: str, stats: LatencyStats | None) -> Sp
 
 
 def mean_text(m: MeanInterval, fmt: Callable[[float], str]) -> str:
-    """ "161.3 ± 4.2", or the plain mean of a single repeat."""
-    return fmt(m.mean) if m.half is None else f"{fmt(m.mean)} ± {fmt(m.half)}"
+    """ "161.3 ± 4.2", or the plain mean of a single repeat or of repeats that all agree
+    (no errors in any: "0", not "0 ± 0")."""
+    return fmt(m.mean) if not m.half else f"{fmt(m.mean)} ± {fmt(m.half)}"
 
 
 def spread_text(s: Spread, fmt: Callable[[float], str]) -> str:

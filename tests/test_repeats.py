@@ -1,0 +1,164 @@
+"""Figures over repeats (run --repeat): Student t means, Welch's t on the TPS ratio,
+merged percentiles with the repeats' range, and how the reports show them."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from tpsbench.measure.histogram import merged
+from tpsbench.measure.recorder import IntervalRecorder
+from tpsbench.measure.repeats import mean_interval, repeats_ratio_interval
+from tpsbench.measure.summary import LatencyStats, SteadySummary
+from tpsbench.report.compare import compare, summary_lines, to_text
+from tpsbench.report.repeats import REPEATS_ROW, repeat_columns, round_of
+from tpsbench.report.table import build_table, render
+from tpsbench.results.records import RunData
+from tpsbench.results.store import ResultsStore
+
+NAMES = ("new_order", "payment")
+
+
+def test_the_mean_interval_is_student_t() -> None:
+    values = [161.0, 158.5, 166.0, 160.2]
+    found = mean_interval(values)
+    low, high = stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=stats.sem(values))
+    assert (found.low, found.high) == (pytest.approx(low), pytest.approx(high))
+    one = mean_interval([3.0])
+    assert one.mean == 3.0 and one.half is None and one.low is None
+
+
+def test_the_ratio_interval_is_welch_on_the_log_ratio() -> None:
+    base, other = [100.0, 104.0, 97.0], [162.0, 150.0, 171.0, 158.0, 166.0]
+    parts = [np.var(v, ddof=1) / len(v) / np.mean(v) ** 2 for v in (base, other)]
+    df = sum(parts) ** 2 / (parts[0] ** 2 / 2 + parts[1] ** 2 / 4)
+    ratio = np.mean(other) / np.mean(base)
+    half = stats.t.ppf(0.975, df) * math.sqrt(sum(parts))
+    found = repeats_ratio_interval(base, other)
+    assert found == (pytest.approx(ratio), pytest.approx(ratio * math.exp(-half)),
+                     pytest.approx(ratio * math.exp(half)))
+    assert repeats_ratio_interval([100.0], other) is None  # one repeat: no spread known
+
+
+def covered(n_base: int, n_other: int, sd_base: float, sd_other: float) -> int:
+    """Of 200 pairs of repeated configurations with known means (ratio 1.62) and normal
+    noise between repeats, how many 95% intervals hold the true ratio (seeded)."""
+    rng = random.Random(1)
+    hits = 0
+    for _ in range(200):
+        found = repeats_ratio_interval([rng.gauss(100.0, sd_base) for _ in range(n_base)],
+                                       [rng.gauss(162.0, sd_other) for _ in range(n_other)])
+        assert found is not None
+        hits += found[1] <= 1.62 <= found[2]
+    return hits
+
+
+@pytest.mark.parametrize(("n_base", "n_other", "sd_base", "sd_other"), [(5, 5, 5.0, 8.0), (5, 8, 4.0, 16.0)])
+def test_the_repeats_intervals_cover_the_true_ratio_95_times_in_100(n_base: int, n_other: int, sd_base: float,
+                                                                    sd_other: float) -> None:
+    """Equal repeats and equal relative noise; unequal repeats and a noisier configuration
+    (where a pooled variance would be wrong, Welch's is not)."""
+    hits = covered(n_base, n_other, sd_base, sd_other)
+    assert 186 <= hits <= 194, f"{hits / 2:.1f}% covered"
+
+
+def test_a_normal_quantile_would_undercover_few_repeats() -> None:
+    """What Student's t is for: with 3 repeats a side, z = 1.96 instead of t misses the
+    true ratio far more often than 5 times in 100."""
+    rng = random.Random(1)
+    hits = 0
+    for _ in range(200):
+        base, other = [rng.gauss(100.0, 5.0) for _ in range(3)], [rng.gauss(162.0, 8.0) for _ in range(3)]
+        ratio, low, high = repeats_ratio_interval(base, other)  # type: ignore[misc]
+        z_half = 1.96 / stats.t.ppf(0.975, 2) * math.log(high / ratio)  # at most t(2): narrower still
+        hits += ratio * math.exp(-z_half) <= 1.62 <= ratio * math.exp(z_half)
+    assert hits < 180
+
+
+def stored_repeats(store: ResultsStore, storage: str, scale: float, loads: tuple[int, ...] = (1, 4),
+                   repeat: int = 3, seed: int = 1) -> int:
+    """A run of ``loads`` repeated ``repeat`` times, stored as run --repeat stores it: steps
+    in run order, round after round, each with 6 steady intervals whose latencies (and so
+    TPS) are ``scale`` times a random draw; config ``repeat`` and the one-round ``users``."""
+    rng = np.random.default_rng(seed)
+    run_id = store.start_run("tpcc", db_url="sqlite:///t.db", storage=storage,
+                             config={"users": list(loads), "repeat": repeat})
+    step = 0
+    for _ in range(repeat):
+        for users in loads:
+            step += 1
+            store.start_step(run_id, step, users)
+            reports = []
+            speed = scale * rng.uniform(0.9, 1.1)  # the run-to-run spread
+            for interval in range(6):
+                rec = IntervalRecorder(NAMES)
+                count = int(100 * users * speed * rng.uniform(0.97, 1.03))
+                for i, v in enumerate(rng.integers(1000, 5000, count).tolist()):
+                    rec.record(NAMES[i % 2], int(v / speed), True)
+                reports.append(rec.take(step, interval, 10.0 * interval, 10.0 * interval + 10))
+                store.add_interval(run_id, reports[-1], users)
+            store.finish_step(run_id, step, SteadySummary.from_reports(reports, users))
+    store.finish_run(run_id, "completed")
+    return run_id
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ResultsStore:
+    return ResultsStore(f"sqlite:///{tmp_path / 'r.db'}")
+
+
+def test_steps_group_by_their_place_in_the_round(store: ResultsStore) -> None:
+    data = store.load_run(stored_repeats(store, "A", 1.0, loads=(1, 4, 1), repeat=2))
+    cols = repeat_columns(data)
+    assert [(c.label, [s.step for s in c.steps]) for c in cols] == [("1", [1, 4]), ("4", [2, 5]), ("1 #2", [3, 6])]
+    assert [round_of(data, n) for n in range(1, 7)] == [1, 1, 1, 2, 2, 2]
+
+
+def test_the_table_shows_each_load_once_as_mean_and_interval(store: ResultsStore) -> None:
+    data = store.load_run(stored_repeats(store, "A", 1.0))
+    (block,) = build_table([data], histograms=store.load_histogram).blocks
+    rows = dict(zip(block.rows, block.cells))
+    assert rows[REPEATS_ROW] == ["3 of 3", "3 of 3"]
+    tps = {users: [s.summary.tps for s in data.steps if s.users == users and s.summary] for users in (1, 4)}
+    for cell, users in zip(rows["TPS"], (1, 4)):
+        m = mean_interval(tps[users])
+        assert cell == f"{m.mean:.1f} ± {m.half:.1f}"
+    # p95: the merged histograms' with the repeats' own range
+    steps = [s for s in data.steps if s.users == 4]
+    whole = LatencyStats.of(merged(store.load_histogram(data.run.id, s.step) for s in steps))
+    own = [s.summary.latency.p95 for s in steps]
+    value, low, high = map(float, re.fullmatch(r"(\S+) \((\S+)-(\S+)\)", rows["p95 (ms)"][1]).groups())
+    assert value == pytest.approx(whole.p95, rel=5e-3) and (low, high) == (pytest.approx(min(own), rel=5e-3),
+                                                                          pytest.approx(max(own), rel=5e-3))
+    assert min(own) <= whole.p95 <= max(own)
+    markdown = render([data], format="markdown", histograms=store.load_histogram)
+    assert markdown.splitlines()[0] == "| Storage configuration | metric | 1 | 4 |"  # one column per load
+    assert "Limited by" not in markdown
+
+
+def test_compare_takes_welch_on_repeats_and_batch_means_otherwise(store: ResultsStore) -> None:
+    slow, fast = (store.load_run(stored_repeats(store, name, scale, seed=seed))
+                  for name, scale, seed in (("slow", 1.0, 1), ("fast", 1.6, 2)))
+    c = compare([slow, fast])
+    for load in c.loads:
+        noise = load.tps_noise[1]
+        base, other = ([s.summary.tps for s in d.steps if s.users == load.users and s.summary] for d in (slow, fast))
+        ratio, low, high = repeats_ratio_interval(base, other)
+        assert noise.repeats == (3, 3) and (noise.low, noise.high) == (pytest.approx(low), pytest.approx(high))
+        assert load.ratios[1]["tps"] == pytest.approx(ratio)  # the means' ratio
+        assert not noise.within
+    (line,) = summary_lines(c)
+    assert re.match(r"fast vs slow at 4 users: \+\d+% TPS \(95% CI \+\d+(\.\d+)?% to \+\d+(\.\d+)?%\)", line)
+    assert "repeats (Welch's t)" in to_text(c)
+    same = store.load_run(stored_repeats(store, "again", 1.0, seed=3))
+    assert all(load.tps_noise[1].within for load in compare([slow, same]).loads)  # A/A: within the noise
+    single = RunData(run=slow.run, steps=[s for s in slow.steps if s.step <= 2], intervals=slow.intervals)
+    single.run = type(slow.run)(**{**vars(slow.run), "config": {"users": [1, 4]}})
+    noise = compare([single, fast]).loads[0].tps_noise[1]
+    assert noise.repeats is None and noise.counts == (6, 6)  # one side single: batch means as before
