@@ -3,6 +3,7 @@ merged percentiles with the repeats' range, and how the reports show them."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
@@ -162,3 +163,30 @@ def test_compare_takes_welch_on_repeats_and_batch_means_otherwise(store: Results
     single.run = type(slow.run)(**{**vars(slow.run), "config": {"users": [1, 4]}})
     noise = compare([single, fast]).loads[0].tps_noise[1]
     assert noise.repeats is None and noise.counts == (6, 6)  # one side single: batch means as before
+
+
+def test_the_json_export_of_repeats_is_version_3_and_validates(store: ResultsStore) -> None:
+    import jsonschema
+
+    from tpsbench.report.export import SCHEMA, SCHEMA_3, json_schema, load_histograms, to_json
+
+    repeated = store.load_run(stored_repeats(store, "A", 1.0))
+    plain = store.load_run(stored_repeats(store, "B", 1.0, repeat=1))
+    doc = json.loads(to_json([repeated, plain], load_histograms(store, [repeated, plain])))
+    assert doc["schema"] == SCHEMA_3
+    jsonschema.Draft202012Validator(json_schema(SCHEMA_3)).validate(doc)
+    assert doc["runs"][1]["repeats"] is None
+    found = doc["runs"][0]["repeats"]
+    assert found["count"] == 3 and [load["steps"] for load in found["loads"]] == [[1, 3, 5], [2, 4, 6]]
+    tps = [s.summary.tps for s in repeated.steps if s.users == 4]
+    m = mean_interval(tps)
+    assert found["loads"][1]["tps"] == {"mean": pytest.approx(m.mean), "half_width": pytest.approx(m.half),
+                                        "low": pytest.approx(m.low), "high": pytest.approx(m.high)}
+    p95 = found["loads"][1]["latency_ms"]["p95"]
+    assert p95["low"] == min(s.summary.latency.p95 for s in repeated.steps if s.users == 4)
+    with pytest.raises(jsonschema.ValidationError):  # version 3 is strict about a load's keys too
+        found["loads"][0]["tps"]["spread"] = 1.0
+        jsonschema.Draft202012Validator(json_schema(SCHEMA_3)).validate(doc)
+    single = json.loads(to_json([plain]))
+    assert single["schema"] == SCHEMA and "repeats" not in single["runs"][0]  # no repeats: version 2 as before
+    jsonschema.Draft202012Validator(json_schema()).validate(single)

@@ -41,7 +41,7 @@ def refuse_bad_output(output: str | None, kind: str, force: bool) -> None:
 @results_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="rich", show_default=True,
               help="rich for the terminal, markdown for a review, csv for a sheet, json with everything the "
-                   "store has (schema tpsbench-report/2), html: one file with charts that opens offline.")
+                   "store has (schema tpsbench-report/2; /3 with runs of --repeat), html: one file with charts that opens offline.")
 @output_option
 @force_option
 @click.option("--txns", is_flag=True,
@@ -94,7 +94,7 @@ def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str,
         from tpsbench.report.table import render
         from tpsbench.report.warnings import warnings
 
-        text = render(runs, format=fmt, review=review, txns=txns)
+        text = render(runs, format=fmt, review=review, txns=txns, histograms=store.load_histogram)
         if fmt == "rich" and not review:
             text += "".join(f"WARNING: {line}\n" for line in warnings(runs))
     if fmt in ("markdown", "csv", "json") and not review:

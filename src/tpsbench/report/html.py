@@ -247,7 +247,7 @@ def to_html(runs: Sequence[RunData], histograms: charts.Histograms | None = None
     network. ``histograms(run_id, step, txn)`` gives stored step histograms (the store's
     ``load_histogram``) for the latency distributions; without it they are left out.
     ``txns``: each transaction type's rows in the results table."""
-    table = build_table(runs, txns=txns)
+    table = build_table(runs, txns=txns, histograms=histograms)
     labels = [block.label for block in table.blocks]
     notes = "".join(f"<li>{_e(line)}</li>" for line in error_lines(runs))
     per_run = [charts.timeline(f"time-{i}", data, label, i) for i, (data, label) in enumerate(zip(runs, labels))]
