@@ -190,3 +190,21 @@ def test_the_json_export_of_repeats_is_version_3_and_validates(store: ResultsSto
     single = json.loads(to_json([plain]))
     assert single["schema"] == SCHEMA and "repeats" not in single["runs"][0]  # no repeats: version 2 as before
     jsonschema.Draft202012Validator(json_schema()).validate(single)
+
+
+def test_the_html_report_draws_error_bars_and_shows_the_intervals(store: ResultsStore) -> None:
+    from tpsbench.report import charts
+    from tpsbench.report.html import to_html
+
+    repeated = store.load_run(stored_repeats(store, "A", 1.0))
+    plain = store.load_run(stored_repeats(store, "B", 1.0, repeat=1))
+    points = charts._line(repeated, charts.Panel("TPS", "", lambda d, s: s.summary.tps))
+    m = mean_interval([s.summary.tps for s in repeated.steps if s.users == 1])
+    assert [users for users, _, _ in points] == [1, 4]  # one point per load
+    assert points[0] == (1, pytest.approx(m.mean), pytest.approx(m.half))
+    with_bars = charts.user_charts([repeated], ["A"])[0]
+    without = charts.user_charts([plain], ["B"])[0]
+    assert any("--repeat" in note for note in with_bars.notes) and not any("--repeat" in n for n in without.notes)
+    assert with_bars.svg.count("<path") > without.svg.count("<path")  # the bars and their caps
+    page = to_html([repeated], histograms=store.load_histogram)
+    assert " ± " in page and REPEATS_ROW in page
