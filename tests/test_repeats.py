@@ -208,3 +208,44 @@ def test_the_html_report_draws_error_bars_and_shows_the_intervals(store: Results
     assert with_bars.svg.count("<path") > without.svg.count("<path")  # the bars and their caps
     page = to_html([repeated], histograms=store.load_histogram)
     assert " ± " in page and REPEATS_ROW in page
+
+
+def usl_curve(n: float) -> float:
+    return 500.0 * n / (1 + 0.05 * (n - 1) + 0.0005 * n * (n - 1))
+
+
+def test_the_usl_fitted_to_every_repeat_widens_with_their_spread() -> None:
+    """Repeats at +d, 0 and -d of an exact curve: their averages lie on it, so a fit to
+    the averages sees no noise at all; the fit to every point sees the spread, and its
+    intervals grow with d."""
+    from tpsbench.report.usl import fit_usl
+
+    loads = [1, 2, 4, 8, 16, 32, 64]
+    users = [n for n in loads for _ in range(3)]
+
+    def tps(d: float) -> list[float]:
+        return [usl_curve(n) * (1 + k * d) for n in loads for k in (1, 0, -1)]
+
+    averaged = fit_usl(users, tps(0.05))
+    assert any("averaged" in w for w in averaged.warnings)
+    narrow, wide = fit_usl(users, tps(0.02), every=True), fit_usl(users, tps(0.08), every=True)
+    assert len(wide.users) == 21 and not any("averaged" in w for w in wide.warnings)
+
+    def width(fit: object) -> float:
+        low, high = fit.lam_ci  # type: ignore[attr-defined]
+        return high - low
+
+    assert width(averaged) < 1e-3 * averaged.lam < width(narrow) < width(wide)
+    assert wide.lam_ci[0] < 500.0 < wide.lam_ci[1]
+
+
+def test_plan_says_it_fitted_every_repeat(store: ResultsStore, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tpsbench.cli.plan import plan
+
+    run_id = stored_repeats(store, "A", 1.0, loads=(1, 2, 4, 8), repeat=2)
+    outcome = CliRunner().invoke(plan, [str(run_id), "--results", f"sqlite:///{tmp_path / 'r.db'}"])
+    assert outcome.exit_code == 0, outcome.output
+    assert "fitted to every repeat's point (2 repeats a load)" in outcome.output
+    assert outcome.output.count("\n   ") >= 8  # a residual line per step, not per load

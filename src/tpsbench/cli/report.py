@@ -41,7 +41,8 @@ def refuse_bad_output(output: str | None, kind: str, force: bool) -> None:
 @results_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="rich", show_default=True,
               help="rich for the terminal, markdown for a review, csv for a sheet, json with everything the "
-                   "store has (schema tpsbench-report/2; /3 with runs of --repeat), html: one file with charts that opens offline.")
+                   "store has (schema tpsbench-report/2; /3 with runs of --repeat), html: one file with charts "
+                   "that opens offline.")
 @output_option
 @force_option
 @click.option("--txns", is_flag=True,

@@ -24,6 +24,7 @@ from tpsbench.measure.honesty import honesty_text
 from tpsbench.report import charts
 from tpsbench.report.limits import not_storage_warning, run_verdicts
 from tpsbench.report.output import HTML_GENERATOR
+from tpsbench.report.repeats import is_repeated
 from tpsbench.report.table import (
     METRIC_HEADER,
     STORAGE_HEADER,
@@ -185,7 +186,8 @@ def usl_fits(runs: Sequence[RunData], labels: Sequence[str]) -> tuple[dict[int, 
     for i, (data, label) in enumerate(zip(runs, labels)):
         steps = charts.finished_steps(data)
         try:
-            fits[i] = fit_usl([s.users for s in steps], [s.summary.tps for s in steps])  # type: ignore[union-attr]  # finished steps have their summary
+            fits[i] = fit_usl([s.users for s in steps], [s.summary.tps for s in steps],  # type: ignore[union-attr]  # finished steps have their summary
+                              every=is_repeated(data))
         except Exception as exc:  # noqa: BLE001 - a fit that fails leaves the rest of the page
             skipped.append(f"{label}: no fit ({exc})")
     return fits, skipped
