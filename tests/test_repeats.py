@@ -83,13 +83,13 @@ def test_a_normal_quantile_would_undercover_few_repeats() -> None:
 
 
 def stored_repeats(store: ResultsStore, storage: str, scale: float, loads: tuple[int, ...] = (1, 4),
-                   repeat: int = 3, seed: int = 1) -> int:
+                   repeat: int = 3, seed: int = 1, **config: int) -> int:
     """A run of ``loads`` repeated ``repeat`` times, stored as run --repeat stores it: steps
     in run order, round after round, each with 6 steady intervals whose latencies (and so
     TPS) are ``scale`` times a random draw; config ``repeat`` and the one-round ``users``."""
     rng = np.random.default_rng(seed)
     run_id = store.start_run("tpcc", db_url="sqlite:///t.db", storage=storage,
-                             config={"users": list(loads), "repeat": repeat})
+                             config={"users": list(loads), "repeat": repeat, **config})
     step = 0
     for _ in range(repeat):
         for users in loads:
@@ -249,3 +249,39 @@ def test_plan_says_it_fitted_every_repeat(store: ResultsStore, tmp_path: Path) -
     assert outcome.exit_code == 0, outcome.output
     assert "fitted to every repeat's point (2 repeats a load)" in outcome.output
     assert outcome.output.count("\n   ") >= 8  # a residual line per step, not per load
+
+
+def test_a_campaigns_rounds_of_a_target_are_its_repeats(store: ResultsStore, tmp_path: Path) -> None:
+    """A sequential campaign with repeat = 3: targets A and B run round by round (A B A B
+    A B), each round a run of one step per load; report, compare and plan read each
+    target's rounds as one run of --repeat."""
+    from click.testing import CliRunner
+
+    from tpsbench.cli.report import compare as compare_command
+    from tpsbench.cli.report import report
+    from tpsbench.report.rounds import merge_rounds
+
+    ids = {name: [] for name in "AB"}
+    for r in range(1, 4):
+        for target, (name, scale) in enumerate((("A", 1.0), ("B", 1.6))):
+            ids[name].append(stored_repeats(store, name, scale, repeat=1, seed=10 * r + target, campaign=1,
+                                            campaign_target=target, campaign_round=r, campaign_rounds=3))
+    rounds = [store.load_run(i) for i in [*ids["A"], *ids["B"]]]
+    merged_runs, histograms = merge_rounds(rounds, store.load_histogram)
+    assert [d.run.id for d in merged_runs] == [ids["A"][0], ids["B"][0]]
+    a = merged_runs[0]
+    assert a.run.config["repeat"] == 3 and a.run.config["round_runs"] == ids["A"]
+    assert [(c.label, [s.step for s in c.steps]) for c in repeat_columns(a)] == [("1", [1, 3, 5]), ("4", [2, 4, 6])]
+    assert [s.summary.tps for c in repeat_columns(a) for s in c.steps] == [
+        store.load_run(i).steps[n].summary.tps for n in (0, 1) for i in ids["A"]]
+    assert histograms(a.run.id, 6, "*") == store.load_histogram(ids["A"][2], 2, "*")  # round 3's second step
+    noise = compare(merged_runs).loads[1].tps_noise[1]
+    assert noise.repeats == (3, 3) and not noise.within
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    args = [*map(str, ids["A"] + ids["B"]), "--results", url]
+    shown = CliRunner().invoke(report, [*args, "--format", "markdown"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.count(REPEATS_ROW) == 2 and "| 3 of 3 | 3 of 3 |" in shown.output
+    said = CliRunner().invoke(compare_command, args)
+    assert said.exit_code == 0, said.output
+    assert re.search(r"B vs A at 4 users: \+\d+% TPS \(95% CI \+\d+(\.\d+)?% to \+\d+(\.\d+)?%\)", said.output)

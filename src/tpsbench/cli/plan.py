@@ -119,7 +119,10 @@ def plan(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str, .
     loads = parse_users(users_text) if users_text is not None else []
     refuse_bad_output(output, "plan", force)
     # every run checked before anything is printed
-    runs = select_runs(ResultsStore(results_url, create=False), run_ids, campaign=campaign_id, labels=labels)
+    from tpsbench.report.rounds import merge_rounds
+
+    runs, _ = merge_rounds(select_runs(ResultsStore(results_url, create=False), run_ids, campaign=campaign_id,
+                                       labels=labels))  # a campaign's rounds of one target: its repeats
     blocks, unfitted = [], []
     for data in runs:
         try:

@@ -23,7 +23,10 @@ A document with a run of ``--repeat`` in it is version 3 (``report-schema-3.json
 version 2 with every run's ``repeats`` (null for a run without repeats; else each load's
 figures over its repeats, tpsbench.report.repeats.repeats_json: the mean TPS and mean
 latency with their 95% Student t intervals, the latency percentiles and maximum of the
-repeats' histograms merged with the range of the repeats' own) and ``config.repeat``. A
+repeats' histograms merged with the range of the repeats' own) and ``config.repeat``; a
+sequential campaign's rounds of one target are exported as one run of ``--repeat``
+(tpsbench.report.rounds: its steps round after round, ``config.round_runs`` the rounds'
+run ids, ``id`` the first round's). A
 document without repeats stays version 2, key for key, so every reader of version 2
 reads it as before.
 
@@ -131,6 +134,7 @@ from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.reports import ALL
 from tpsbench.measure.step_context import Verdict
 from tpsbench.report.limits import run_verdicts, step_io
+from tpsbench.report.repeats import Histograms as StoredHistograms
 from tpsbench.report.repeats import is_repeated, repeats_json
 from tpsbench.report.steadiness import steady_state_json
 from tpsbench.report.table import main_metric, run_labels
@@ -243,16 +247,19 @@ def to_json(runs: Sequence[RunData], histograms: Histograms | None = None) -> st
     return json.dumps(to_dict(runs, histograms), indent=2, ensure_ascii=False) + "\n"
 
 
-def load_histograms(store: ResultsStore, runs: Sequence[RunData]) -> dict[tuple[int, int], dict[str, LatencyHistogram]]:
+def load_histograms(store: ResultsStore, runs: Sequence[RunData], find: StoredHistograms | None = None,
+                    ) -> dict[tuple[int, int], dict[str, LatencyHistogram]]:
     """The stored steady-window histograms of every finished step of ``runs``, for
     :func:`to_json`: they are not part of :class:`RunData` (a report rarely needs them and
-    they are the bulk of a store)."""
+    they are the bulk of a store). ``find`` in place of the store's ``load_histogram``:
+    a campaign's rounds put together (tpsbench.report.rounds) find their steps' own."""
+    find = store.load_histogram if find is None else find
     out: dict[tuple[int, int], dict[str, LatencyHistogram]] = {}
     for data in runs:
         for step in data.steps:
             if step.summary is None:
                 continue
-            found = {txn: store.load_histogram(data.run.id, step.step, txn) for txn in [*step.summary.txns, ALL]}
+            found = {txn: find(data.run.id, step.step, txn) for txn in [*step.summary.txns, ALL]}
             out[(data.run.id, step.step)] = {txn: h for txn, h in found.items() if h is not None}
     return out
 
