@@ -186,8 +186,8 @@ def usl_fits(runs: Sequence[RunData], labels: Sequence[str]) -> tuple[dict[int, 
     for i, (data, label) in enumerate(zip(runs, labels)):
         steps = charts.finished_steps(data)
         try:
-            fits[i] = fit_usl([s.users for s in steps], [s.summary.tps for s in steps],  # type: ignore[union-attr]  # finished steps have their summary
-                              every=is_repeated(data))
+            every = {"every": True} if is_repeated(data) else {}  # a run of --repeat: every repeat's point
+            fits[i] = fit_usl([s.users for s in steps], [s.summary.tps for s in steps], **every)  # type: ignore[union-attr]  # finished steps have their summary
         except Exception as exc:  # noqa: BLE001 - a fit that fails leaves the rest of the page
             skipped.append(f"{label}: no fit ({exc})")
     return fits, skipped
