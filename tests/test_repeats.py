@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from tpsbench.core.repeats import repeat_round
 from tpsbench.measure.histogram import merged
 from tpsbench.measure.recorder import IntervalRecorder
 from tpsbench.measure.repeats import mean_interval, repeats_log_spread, repeats_ratio_interval
 from tpsbench.measure.summary import LatencyStats, SteadySummary
 from tpsbench.report.compare import compare, summary_lines, to_text
-from tpsbench.report.repeats import REPEATS_ROW, repeat_columns, round_of
+from tpsbench.report.repeats import REPEATS_ROW, repeat_columns
 from tpsbench.report.table import build_table, render
 from tpsbench.results.records import RunData
 from tpsbench.results.store import ResultsStore
@@ -118,7 +119,7 @@ def test_steps_group_by_their_place_in_the_round(store: ResultsStore) -> None:
     data = store.load_run(stored_repeats(store, "A", 1.0, loads=(1, 4, 1), repeat=2))
     cols = repeat_columns(data)
     assert [(c.label, [s.step for s in c.steps]) for c in cols] == [("1", [1, 4]), ("4", [2, 5]), ("1 #2", [3, 6])]
-    assert [round_of(data, n) for n in range(1, 7)] == [1, 1, 1, 2, 2, 2]
+    assert [repeat_round(data.run.config, n) for n in range(1, 7)] == [1, 1, 1, 2, 2, 2]
 
 
 def test_the_table_shows_each_load_once_as_mean_and_interval(store: ResultsStore) -> None:

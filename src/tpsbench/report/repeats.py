@@ -5,8 +5,9 @@ Why here, once: the table (terminal, Markdown, CSV, HTML), the JSON export, ``co
 and ``plan`` must group the same steps the same way. The stored form: ``runs.config``
 holds ``repeat`` (N; absent or 1: no repeats) and ``users``, the load list of one round;
 steps are stored in run order, so step k is round (k - 1) // len(users) + 1 at position
-(k - 1) % len(users) of the list. A column is a position of the list (a load listed twice
-is two columns, "10" and "10 #2", as without repeats).
+(k - 1) % len(users) of the list (tpsbench.core.repeats reads it back). A column is a
+position of the list (a load listed twice is two columns, "10" and "10 #2", as without
+repeats).
 
 Figures (tpsbench.measure.repeats): a mean with its Student t half-width, "161.3 ± 4.2";
 a percentile or the maximum from the repeats' histograms merged with the range of the
@@ -20,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tpsbench.core.repeats import repeat_groups, repeat_of
 from tpsbench.measure.histogram import LatencyHistogram, merged
 from tpsbench.measure.repeats import MeanInterval, Spread, mean_interval, spread
 from tpsbench.measure.reports import ALL
@@ -36,12 +38,8 @@ REPEATS_ROW = "Repeats (95% CI)"
 
 
 def repeat_count(data: RunData) -> int:
-    """How many times each step of the run was run (1: no repeats, or a malformed value)."""
-    found = data.run.config.get("repeat")
-    users = data.run.config.get("users")
-    if not isinstance(found, int) or isinstance(found, bool) or found < 2 or not isinstance(users, list) or not users:
-        return 1
-    return found
+    """How many times each step of the run was run (1: no repeats, or no load list)."""
+    return repeat_of(data.run.config) if data.run.config.get("users") else 1
 
 
 def is_repeated(data: RunData) -> bool:
@@ -63,24 +61,20 @@ class Column:
 
 def repeat_columns(data: RunData) -> list[Column]:
     """The run's loads in the order of its list, each with its finished repeats (a load
-    listed twice: "10", "10 #2"); empty for a run without repeats."""
+    listed twice: "10", "10 #2"; tpsbench.core.repeats groups the steps); empty for a run
+    without repeats."""
     if not is_repeated(data):
         return []
-    users: list[int] = data.run.config["users"]
+    config = data.run.config
+    groups = repeat_groups(config, [s for s in data.steps if s.summary is not None], lambda s: s.step)
     seen: dict[int, int] = {}
     out = []
-    for n in users:
-        seen[n] = seen.get(n, 0) + 1
-        out.append(Column(label=str(n) if seen[n] == 1 else f"{n} #{seen[n]}", users=n, steps=[]))
-    for step in sorted(data.steps, key=lambda s: s.step):
-        if step.step >= 1 and step.summary is not None:
-            out[(step.step - 1) % len(users)].steps.append(step)
-    return [c for c in out if c.steps]
-
-
-def round_of(data: RunData, step: int) -> int:
-    """The round (from 1) a step of a repeated run belongs to."""
-    return (step - 1) // len(data.run.config["users"]) + 1
+    for users, steps in zip((int(u) for u in config["users"]), groups):
+        seen[users] = seen.get(users, 0) + 1
+        if steps:
+            out.append(Column(label=str(users) if seen[users] == 1 else f"{users} #{seen[users]}", users=users,
+                              steps=steps))
+    return out
 
 
 def mean_of(column: Column, get: Callable[[SteadySummary], float]) -> MeanInterval:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from tpsbench.core.repeats import campaign_round
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.report.repeats import Histograms
 from tpsbench.results.records import RunData
@@ -73,7 +74,7 @@ def merge_rounds(runs: Sequence[RunData], histograms: Histograms | None = None
     out = []
     for data in runs:
         key = _target(data)
-        group = sorted(groups[key], key=lambda d: (_int(d.run.config.get("campaign_round")) or 0, d.run.id)) \
+        group = sorted(groups[key], key=lambda d: ((campaign_round(d.run.config) or (0, 0))[0], d.run.id)) \
             if key is not None else []
         alike = len(group) > 1 and all(isinstance(d.run.config.get("users"), list)
                                        and d.run.config.get("users") == group[0].run.config.get("users") for d in group)
