@@ -105,7 +105,8 @@ def stored_repeats(store: ResultsStore, storage: str, scale: float, loads: tuple
                     rec.record(NAMES[i % 2], int(v / speed), True)
                 reports.append(rec.take(step, interval, 10.0 * interval, 10.0 * interval + 10))
                 store.add_interval(run_id, reports[-1], users)
-            store.finish_step(run_id, step, SteadySummary.from_reports(reports, users))
+            store.finish_step(run_id, step, SteadySummary.from_reports(reports, users),
+                              observations={"disk_io": {"total.r_s": 100.0 * step, "total.w_s": 50.0}})
     store.finish_run(run_id, "completed")
     return run_id
 
@@ -139,6 +140,10 @@ def test_the_table_shows_each_load_once_as_mean_and_interval(store: ResultsStore
     assert value == pytest.approx(whole.p95, rel=5e-3) and (low, high) == (pytest.approx(min(own), rel=5e-3),
                                                                           pytest.approx(max(own), rel=5e-3))
     assert min(own) <= whole.p95 <= max(own)
+    # what the observers read: each figure's mean over the repeats (IOPS of steps 2, 4, 6: 250, 450, 650)
+    iops = mean_interval([250.0, 450.0, 650.0])
+    assert rows["IOPS"][1] == f"{int(iops.mean)} ± {int(iops.half)}"
+    assert rows["Steady state (SNIA)"] == ["3 of 3 steady", "3 of 3 steady"]
     markdown = render([data], format="markdown", histograms=store.load_histogram)
     assert markdown.splitlines()[0] == "| Storage configuration | metric | 1 | 4 |"  # one column per load
     assert "Limited by" not in markdown

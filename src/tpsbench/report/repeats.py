@@ -26,6 +26,7 @@ from tpsbench.measure.histogram import LatencyHistogram, merged
 from tpsbench.measure.repeats import MeanInterval, Spread, mean_interval, spread
 from tpsbench.measure.reports import ALL
 from tpsbench.measure.summary import PERCENTILES, LatencyStats, SteadySummary
+from tpsbench.report.steadiness import STEADY_ROW, judged, steady_intervals
 from tpsbench.results.records import RunData, StoredStep
 
 #: a store's step histograms: (run id, step, transaction or "*") -> histogram or None
@@ -129,6 +130,31 @@ def repeat_cells(data: RunData, cols: Sequence[Column], rows: Sequence[tuple[str
         else:
             cells.append([mean_text(mean_of(c, get), fmt) for c in cols])
     return names, cells
+
+
+#: an observer row of the table (tpsbench.report.table.OBSERVER_ROWS): label, observer,
+#: figures summed, scale, formatter, shown only where some value is not 0
+ObserverRow = tuple[str, str, tuple[str, ...], float, Callable[[float], str], bool]
+
+
+def repeat_observer_rows(data: RunData, cols: Sequence[Column],
+                         rows: Sequence[ObserverRow]) -> list[tuple[str, list[str]]]:
+    """The rows under a repeated run's figures: how many repeats reached steady state
+    (SNIA) at each load, then each observer figure's mean over the repeats that read it,
+    with its interval. What limited each step is a verdict per step, not averaged: the
+    JSON export keeps every step's."""
+    out: list[tuple[str, list[str]]] = []
+    if data.intervals:
+        judgements = [[judged(steady_intervals(data, s.step)) for s in c.steps] for c in cols]
+        out.append((STEADY_ROW, [f"{sum(j is not None and all(e.steady for e in j.values()) for j in found)} of "
+                                 f"{len(found)} steady" for found in judgements]))
+    readings = [[data.readings(s.step) for s in c.steps] for c in cols]
+    for name, observer, figures, scale, fmt, if_any in rows:
+        values = [[scale * sum(r[observer][f] for f in figures) for r in column
+                   if all(f in r.get(observer, {}) for f in figures)] for column in readings]
+        if any(values) and (not if_any or any(v for column in values for v in column)):
+            out.append((name, [mean_text(mean_interval(column), fmt) if column else "" for column in values]))
+    return out
 
 
 def _interval_json(m: MeanInterval) -> dict[str, Any]:

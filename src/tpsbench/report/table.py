@@ -36,7 +36,7 @@ from tpsbench.measure.reachability import Reachability
 from tpsbench.measure.summary import SteadySummary, TxnSummary
 from tpsbench.report.limits import limit_rows, verdict_lines
 from tpsbench.report.outages import outage_lines
-from tpsbench.report.repeats import Histograms, is_repeated, repeat_cells, repeat_columns
+from tpsbench.report.repeats import Histograms, is_repeated, repeat_cells, repeat_columns, repeat_observer_rows
 from tpsbench.report.steadiness import steady_rows
 from tpsbench.results.records import RunData
 from tpsbench.results.schema import BEFORE_STEP, PROBLEM
@@ -281,7 +281,7 @@ def build_table(runs: Sequence[RunData], *, review: bool = False, txns: bool = F
     with one decimal (a 40 ms response time then reads 0.0, as it does in the reviews);
     ``txns``: each transaction type's rows under the run's own. A run of ``--repeat``
     shows each figure over its repeats (tpsbench.report.repeats; its percentiles from the
-    stored ``histograms(run id, step, txn)`` merged, where given), and no observer rows.
+    stored ``histograms(run id, step, txn)`` merged, where given).
     """
     per_run = [_columns(r) for r in runs]
     order: dict[str, tuple[int, int]] = {}
@@ -303,7 +303,9 @@ def build_table(runs: Sequence[RunData], *, review: bool = False, txns: bool = F
             found = [c.label for c in repeat_columns(data)]
             names, by_column = repeat_cells(data, repeat_columns(data), rows, histograms)
             cells = [[row[found.index(c)] if c in found else "" for c in columns] for row in by_column]
-        for name, row_cells in ([] if review or is_repeated(data) else _observer_rows(data, steps)):
+        below = repeat_observer_rows(data, repeat_columns(data), OBSERVER_ROWS) if is_repeated(data) \
+            else _observer_rows(data, steps)
+        for name, row_cells in ([] if review else below):
             names.append(name)
             cells.append([row_cells[list(steps).index(c)] if c in steps else "" for c in columns])
         blocks.append(Block(label=label, run_id=data.run.id, rows=names, cells=cells))
