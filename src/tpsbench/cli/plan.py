@@ -16,6 +16,7 @@ from tpsbench.cli.options import campaign_option, force_option, output_option, r
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.parse import parse_users
 from tpsbench.measure.summary import SteadySummary
+from tpsbench.report.repeats import repeat_count
 from tpsbench.report.usl import Sla, SlaLimit, UslFit, fit_usl, sla_limit
 from tpsbench.results.records import RunData
 
@@ -68,9 +69,13 @@ def _block(data: RunData, sla: Sla | None, loads: list[int]) -> list[str]:
     """The lines of one run's plan; TpsbenchError when its steps cannot be fitted."""
     run = data.run
     steps, notes = _steps(data)
-    fit = fit_usl([users for users, _ in steps], [summary.tps for _, summary in steps])
+    repeats = repeat_count(data)
+    fit = fit_usl([users for users, _ in steps], [summary.tps for _, summary in steps], every=repeats > 1)
     header = (f"run {run.id}: {run.workload}, {f'storage {run.storage!r}' if run.storage else 'no storage label'},"
               f" {len(steps)} steps at {', '.join(str(users) for users, _ in steps)} users")
+    if repeats > 1:
+        notes.append(f"  fitted to every repeat's point ({repeats} repeats a load), not their means: the"
+                     " intervals widen with the spread between repeats")
     lines = [header, *notes, *_fit_lines(fit, loads)]
     if sla is not None:
         lines.append(_sla_line(sla_limit(sla, [(users, summary.latency) for users, summary in steps], fit)))
@@ -96,7 +101,8 @@ def plan(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str, .
 
     \b
     Per run (one storage configuration): contention σ, coherency κ and one user's
-    TPS λ with 95% intervals, R², each step's residual, the load of peak throughput
+    TPS λ with 95% intervals (a run of --repeat: fitted to every repeat's point, so
+    they widen with the spread between repeats), R², each step's residual, the load of peak throughput
     (Nmax) and its TPS, the TPS at --users loads, the largest load meeting --sla, and
     every warning that says where the model does not hold.
 
@@ -113,7 +119,10 @@ def plan(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str, .
     loads = parse_users(users_text) if users_text is not None else []
     refuse_bad_output(output, "plan", force)
     # every run checked before anything is printed
-    runs = select_runs(ResultsStore(results_url, create=False), run_ids, campaign=campaign_id, labels=labels)
+    from tpsbench.report.rounds import merge_rounds
+
+    runs, _ = merge_rounds(select_runs(ResultsStore(results_url, create=False), run_ids, campaign=campaign_id,
+                                       labels=labels))  # a campaign's rounds of one target: its repeats
     blocks, unfitted = [], []
     for data in runs:
         try:

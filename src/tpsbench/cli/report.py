@@ -41,7 +41,8 @@ def refuse_bad_output(output: str | None, kind: str, force: bool) -> None:
 @results_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="rich", show_default=True,
               help="rich for the terminal, markdown for a review, csv for a sheet, json with everything the "
-                   "store has (schema tpsbench-report/2), html: one file with charts that opens offline.")
+                   "store has (schema tpsbench-report/2; /3 with runs of --repeat), html: one file with charts "
+                   "that opens offline.")
 @output_option
 @force_option
 @click.option("--txns", is_flag=True,
@@ -81,20 +82,23 @@ def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str,
     from tpsbench.results.store import ResultsStore
 
     store = ResultsStore(results_url, create=False)
-    runs = select_runs(store, run_ids, campaign=campaign_id, labels=labels)
+    from tpsbench.report.rounds import merge_rounds
+
+    runs, histograms = merge_rounds(select_runs(store, run_ids, campaign=campaign_id, labels=labels),
+                                    store.load_histogram)
     if fmt == "json":
         from tpsbench.report.export import load_histograms, to_json
 
-        text = to_json(runs, load_histograms(store, runs))
+        text = to_json(runs, load_histograms(store, runs, histograms))
     elif fmt == "html":
         from tpsbench.report.html import to_html
 
-        text = to_html(runs, histograms=store.load_histogram, txns=txns)
+        text = to_html(runs, histograms=histograms, txns=txns)
     else:
         from tpsbench.report.table import render
         from tpsbench.report.warnings import warnings
 
-        text = render(runs, format=fmt, review=review, txns=txns)
+        text = render(runs, format=fmt, review=review, txns=txns, histograms=histograms)
         if fmt == "rich" and not review:
             text += "".join(f"WARNING: {line}\n" for line in warnings(runs))
     if fmt in ("markdown", "csv", "json") and not review:
@@ -143,7 +147,10 @@ def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: 
     store = ResultsStore(results_url, create=False)
     ids = [int(arg) for arg in runs_or_labels if arg.isdigit()]
     labels = [arg for arg in runs_or_labels if not arg.isdigit()]
-    runs = select_runs(store, ids, campaign=campaign_id, labels=labels, workload=workload, default="labels")
+    from tpsbench.report.rounds import merge_rounds
+
+    runs, _ = merge_rounds(select_runs(store, ids, campaign=campaign_id, labels=labels, workload=workload,
+                                       default="labels"))
     comparison = comparison_of(runs)
     warning = not_storage_warning(runs)  # before the ratios it qualifies; the review's sentences stay last
     lines = [*([f"WARNING: {warning}"] if warning is not None else []), to_text(comparison),

@@ -60,8 +60,16 @@ def _relative_variance(values: Sequence[float], batches: int) -> tuple[float, in
     with too few values or a mean that is not positive (no log ratio)."""
     if len(values) < LEAST:
         return None
-    means = batch_means(values, batches)
+    return relative_variance(batch_means(values, batches))
+
+
+def relative_variance(means: Sequence[float]) -> tuple[float, int, float] | None:
+    """(variance of their mean / mean^2, degrees of freedom, mean) of independent means
+    (batch means, or repeats' figures); None with fewer than two or a mean that is not
+    positive (no log ratio)."""
     k = len(means)
+    if k < 2:
+        return None
     mean = sum(means) / k
     if mean <= 0:
         return None
@@ -69,7 +77,7 @@ def _relative_variance(values: Sequence[float], batches: int) -> tuple[float, in
     return s2 / k / mean ** 2, k - 1, mean
 
 
-def _satterthwaite(parts: Sequence[tuple[float, float]]) -> LogSpread:
+def satterthwaite(parts: Sequence[tuple[float, float]]) -> LogSpread:
     """The sum of independent variance estimates (variance, degrees of freedom) with its
     Welch-Satterthwaite degrees of freedom."""
     total = sum(v for v, _ in parts)
@@ -83,7 +91,7 @@ def log_ratio_spread(base: Sequence[float], other: Sequence[float], batches: int
     a, b = _relative_variance(base, batches), _relative_variance(other, batches)
     if a is None or b is None:
         return None
-    return _satterthwaite([(a[0], a[1]), (b[0], b[1])])
+    return satterthwaite([(a[0], a[1]), (b[0], b[1])])
 
 
 def mean_of_logs(spreads: Iterable[LogSpread]) -> LogSpread | None:
@@ -93,7 +101,7 @@ def mean_of_logs(spreads: Iterable[LogSpread]) -> LogSpread | None:
     if not found:
         return None
     n = len(found)
-    return _satterthwaite([(s.variance / n / n, s.df) for s in found])
+    return satterthwaite([(s.variance / n / n, s.df) for s in found])
 
 
 def t_quantile(df: float, level: float = LEVEL) -> float:

@@ -30,7 +30,9 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from tpsbench.measure.disk_io import DiskIo
 from tpsbench.measure.histogram import LatencyHistogram
+from tpsbench.measure.repeats import mean_interval
 from tpsbench.measure.reports import ALL
+from tpsbench.report.repeats import is_repeated
 from tpsbench.results.records import RunData, StoredStep
 from tpsbench.results.schema import WARMUP_STEP
 
@@ -123,8 +125,7 @@ def versus_users(key: str, title: str, runs: Sequence[RunData], labels: Sequence
                  panels: Sequence[Panel], notes: Sequence[str] = ()) -> Chart | None:
     """Panels of a figure against user load, one line per configuration; None when no
     step of any run has a value for any panel (a chart of nothing is not drawn)."""
-    points = [[[(s.users, v) for s in finished_steps(data) if (v := panel.value(data, s)) is not None]
-               for data in runs] for panel in panels]
+    points = [[_line(data, panel) for data in runs] for panel in panels]
     if not any(line for panel in points for line in panel):
         return None
     fig, axes = _figure(1, len(panels), max(3.4 * len(panels) + 0.6, 6.0), 3.2)
@@ -132,14 +133,33 @@ def versus_users(key: str, title: str, runs: Sequence[RunData], labels: Sequence
     for ax, panel, lines in zip(axes, panels, points):
         for i, line in enumerate(lines):
             if line:
-                xs, ys = zip(*line)
-                ax.plot(xs, ys, marker="o", color=colour(i), clip_on=False)
+                xs, ys, errors = zip(*line)
+                if any(errors):  # a run of --repeat: its means with their intervals
+                    ax.errorbar(xs, ys, yerr=errors, marker="o", color=colour(i), capsize=3, clip_on=False)
+                else:
+                    ax.plot(xs, ys, marker="o", color=colour(i), clip_on=False)
         ax.set(title=panel.title, xlabel="virtual users", ylabel=panel.ylabel)
         if len(loads) <= 12:
             ax.set_xticks(loads)  # the loads that were run, not a round scale
         ax.set_ylim(bottom=0)
     _legend(fig, labels, [colour(i) for i in range(len(runs))])
+    if any(is_repeated(data) for data in runs):
+        notes = [*notes, "A run of --repeat: each point is the mean over its repeats, its bar the mean's 95% "
+                         "interval (Student t)."]
     return Chart(key, title, _svg(fig, key), notes)
+
+
+def _line(data: RunData, panel: Panel) -> list[tuple[float, float, float]]:
+    """A run's points on a panel: (users, value, half-width of its 95% interval), 0 for a
+    step of a run without repeats; a run of --repeat: the mean over each load's repeats."""
+    found = [(s.users, v) for s in finished_steps(data) if (v := panel.value(data, s)) is not None]
+    if not is_repeated(data):
+        return [(users, v, 0.0) for users, v in found]
+    by_users: dict[int, list[float]] = {}
+    for users, v in found:
+        by_users.setdefault(users, []).append(v)
+    return [(users, m.mean, m.half or 0.0) for users, values in sorted(by_users.items())
+            if (m := mean_interval(values))]
 
 
 def _disk(figures: Sequence[str]) -> StepValue:

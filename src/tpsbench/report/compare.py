@@ -10,7 +10,9 @@ mean of those ratios, the mean that treats a doubling at one load and a halving 
 as even (an arithmetic mean of ratios would call that a 25% gain).
 
 A run that ran a user load more than once is compared at its first step of that load
-(the column the table labels plainly). Every figure is the steady window's, as in the
+(the column the table labels plainly); a run of ``--repeat`` by its means over the repeats,
+and where both runs repeated a load, the TPS ratio's interval is Welch's t on the repeats
+(tpsbench.report.noise) instead of batch means. Every figure is the steady window's, as in the
 report table (tpsbench.report.table, whose row definitions are used here). Every TPS
 ratio carries its 95% confidence interval from the two steps' steady intervals
 (tpsbench.report.noise), so that a difference the runs' own noise could make is said to
@@ -30,8 +32,10 @@ from tpsbench.report.noise import (
     noise_cell,
     noise_text,
     overall_noise,
+    repeats_noise,
     tps_noise,
 )
+from tpsbench.report.repeats import repeat_columns, repeat_tps
 from tpsbench.report.steadiness import steady_intervals
 from tpsbench.report.table import OBSERVER_ROWS, ROWS, run_labels
 from tpsbench.results.records import RunData, StoredStep
@@ -96,6 +100,17 @@ def _first_steps(data: RunData) -> dict[int, StoredStep]:
     return out
 
 
+def _repeat_figures(data: RunData) -> dict[int, Figures]:
+    """A run of ``--repeat``: each load's figures as the means over its repeats (the first
+    column of a load listed twice), as the report table shows them."""
+    out: dict[int, Figures] = {}
+    for column in repeat_columns(data):
+        each = [_figures(data, s.step, s.summary) for s in column.steps if s.summary is not None]
+        out.setdefault(column.users, {key: None if any(f[key] is None for f in each)
+                                      else sum(f[key] or 0.0 for f in each) / len(each) for key, _, _ in METRICS})
+    return out
+
+
 def _ratio(value: float | None, base: float | None) -> float | None:
     return value / base if value is not None and base else None
 
@@ -137,6 +152,9 @@ def compare(runs: Sequence[RunData], baseline: int = 0) -> Comparison:
     steps = [_first_steps(data) for data in runs]
     per_run = [{users: _figures(data, s.step, s.summary) for users, s in found.items() if s.summary is not None}
                for data, found in zip(runs, steps)]
+    repeated = [repeat_tps(data) for data in runs]
+    for found_figures, data in zip(per_run, runs):
+        found_figures.update(_repeat_figures(data))
     tps = [{users: [i.tps for i in steady_intervals(data, s.step)] if data.intervals else None
             for users, s in found.items()} for data, found in zip(runs, steps)]
     base = per_run[baseline]
@@ -146,7 +164,8 @@ def compare(runs: Sequence[RunData], baseline: int = 0) -> Comparison:
         figures = [found.get(users) for found in per_run]
         ratios = [{key: _ratio(f.get(key), base[users][key]) for key, _, _ in METRICS} if f is not None
                   else dict.fromkeys(base[users]) for f in figures]
-        noise = [tps_noise(ratio["tps"], tps[baseline][users], tps[i][users]) if i != baseline and f is not None
+        noise = [(repeats_noise(ratio["tps"], repeated[baseline].get(users), repeated[i].get(users))
+                  or tps_noise(ratio["tps"], tps[baseline][users], tps[i][users])) if i != baseline and f is not None
                  else None for i, (f, ratio) in enumerate(zip(figures, ratios))]
         loads.append(Load(users=users, figures=figures, ratios=ratios, tps_noise=noise))
     overall = [{key: _geomean([r for load in loads if (r := load.ratios[i][key]) is not None])
@@ -232,4 +251,6 @@ def to_text(comparison: Comparison) -> str:
     rule = "|" + "|".join("-" * (w + 1) + (":" if c >= 2 else "-") for c, w in enumerate(widths)) + "|"
     title = (f"Ratios against {base}; latency below 1.00x is better; overall: geometric mean over the "
              f"user loads; {TPS_CI}: from the steps' steady intervals (batch means)")
+    if any(n is not None and n.repeats is not None for load in comparison.loads for n in load.tps_noise):
+        title += ", or from the repeats (Welch's t) where both runs repeated the load; figures: means over repeats"
     return "\n".join([title, "", line(rows[0]), rule, *(line(row) for row in rows[1:])]) + "\n"

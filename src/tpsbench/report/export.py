@@ -19,6 +19,17 @@ No password reaches the document: the store scrubbed what it kept, and everythin
 scrubbed again here (tpsbench.core.redact), since runs may be built by hand or come from
 a store written by another tool.
 
+A document with a run of ``--repeat`` in it is version 3 (``report-schema-3.json``):
+version 2 with every run's ``repeats`` (null for a run without repeats; else each load's
+figures over its repeats, tpsbench.report.repeats.repeats_json: the mean TPS and mean
+latency with their 95% Student t intervals, the latency percentiles and maximum of the
+repeats' histograms merged with the range of the repeats' own) and ``config.repeat``; a
+sequential campaign's rounds of one target are exported as one run of ``--repeat``
+(tpsbench.report.rounds: its steps round after round, ``config.round_runs`` the rounds'
+run ids, ``id`` the first round's). A
+document without repeats stays version 2, key for key, so every reader of version 2
+reads it as before.
+
 Layout ``tpsbench-report/2``; times are ISO 8601 in UTC ("2024-05-01T12:00:00.000000Z"),
 durations in seconds, latencies in milliseconds, rates per second unless named otherwise:
 
@@ -123,6 +134,8 @@ from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.reports import ALL
 from tpsbench.measure.step_context import Verdict
 from tpsbench.report.limits import run_verdicts, step_io
+from tpsbench.report.repeats import Histograms as StoredHistograms
+from tpsbench.report.repeats import is_repeated, repeats_json
 from tpsbench.report.steadiness import steady_state_json
 from tpsbench.report.table import main_metric, run_labels
 from tpsbench.results.records import RunData, StoredInterval, StoredStep
@@ -132,6 +145,10 @@ from tpsbench.results.store import ResultsStore
 SCHEMA = "tpsbench-report/2"
 #: the JSON Schema of SCHEMA, beside this module (it ships with the package)
 SCHEMA_FILE = "report-schema-2.json"
+#: the layout of a document with a run of ``--repeat`` in it: version 2 with each run's ``repeats``
+SCHEMA_3 = "tpsbench-report/3"
+#: each layout's JSON Schema file, beside this module
+SCHEMA_FILES = {SCHEMA: SCHEMA_FILE, SCHEMA_3: "report-schema-3.json"}
 #: a run's step histograms: (run id, step) -> transaction or "*" -> histogram
 Histograms = Mapping[tuple[int, int], Mapping[str, LatencyHistogram]]
 
@@ -197,7 +214,7 @@ def _step(data: RunData, number: int, record: StoredStep | None, readings: Readi
     return out
 
 
-def _run(data: RunData, label: str, histograms: Histograms | None) -> dict[str, Any]:
+def _run(data: RunData, label: str, histograms: Histograms | None, repeats: bool) -> dict[str, Any]:
     """One run, scrubbed of every secret its URL names."""
     r = data.run
     records = {s.step: s for s in data.steps}
@@ -211,14 +228,18 @@ def _run(data: RunData, label: str, histograms: Histograms | None) -> dict[str, 
               "started_at": _time(r.started_at), "ended_at": _time(r.ended_at), "seed": r.seed,
               "tool_version": r.tool_version, "db_url": r.db_url, "notes": r.notes, "config": r.config,
               "server": r.server, "honesty": r.honesty, "steps": steps}
+    if repeats:
+        record["repeats"] = repeats_json(data, None if histograms is None else
+                                         lambda run, step, txn: histograms.get((run, step), {}).get(txn))
     return scrub(record, secrets_of(r.db_url or ""))
 
 
 def to_dict(runs: Sequence[RunData], histograms: Histograms | None = None) -> dict[str, Any]:
     """The document of ``runs`` as plain data (see the module docstring for the layout);
     with ``histograms`` (:func:`load_histograms`) each step also carries its histograms."""
-    return {"schema": SCHEMA, "tpsbench": __version__,
-            "runs": [_run(data, label, histograms) for data, label in zip(runs, run_labels(runs))]}
+    repeats = any(is_repeated(data) for data in runs)
+    return {"schema": SCHEMA_3 if repeats else SCHEMA, "tpsbench": __version__,
+            "runs": [_run(data, label, histograms, repeats) for data, label in zip(runs, run_labels(runs))]}
 
 
 def to_json(runs: Sequence[RunData], histograms: Histograms | None = None) -> str:
@@ -226,20 +247,24 @@ def to_json(runs: Sequence[RunData], histograms: Histograms | None = None) -> st
     return json.dumps(to_dict(runs, histograms), indent=2, ensure_ascii=False) + "\n"
 
 
-def load_histograms(store: ResultsStore, runs: Sequence[RunData]) -> dict[tuple[int, int], dict[str, LatencyHistogram]]:
+def load_histograms(store: ResultsStore, runs: Sequence[RunData], find: StoredHistograms | None = None,
+                    ) -> dict[tuple[int, int], dict[str, LatencyHistogram]]:
     """The stored steady-window histograms of every finished step of ``runs``, for
     :func:`to_json`: they are not part of :class:`RunData` (a report rarely needs them and
-    they are the bulk of a store)."""
+    they are the bulk of a store). ``find`` in place of the store's ``load_histogram``:
+    a campaign's rounds put together (tpsbench.report.rounds) find their steps' own."""
+    find = store.load_histogram if find is None else find
     out: dict[tuple[int, int], dict[str, LatencyHistogram]] = {}
     for data in runs:
         for step in data.steps:
             if step.summary is None:
                 continue
-            found = {txn: store.load_histogram(data.run.id, step.step, txn) for txn in [*step.summary.txns, ALL]}
+            found = {txn: find(data.run.id, step.step, txn) for txn in [*step.summary.txns, ALL]}
             out[(data.run.id, step.step)] = {txn: h for txn, h in found.items() if h is not None}
     return out
 
 
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) that every document of this layout validates against."""
-    return json.loads(files(__package__).joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
+def json_schema(schema: str = SCHEMA) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) that every document of layout ``schema`` (a
+    document's ``schema`` key, version 2 or 3) validates against."""
+    return json.loads(files(__package__).joinpath(SCHEMA_FILES[schema]).read_text(encoding="utf-8"))

@@ -24,6 +24,7 @@ from tpsbench.measure.honesty import honesty_text
 from tpsbench.report import charts
 from tpsbench.report.limits import not_storage_warning, run_verdicts
 from tpsbench.report.output import HTML_GENERATOR
+from tpsbench.report.repeats import is_repeated
 from tpsbench.report.table import (
     METRIC_HEADER,
     STORAGE_HEADER,
@@ -185,7 +186,8 @@ def usl_fits(runs: Sequence[RunData], labels: Sequence[str]) -> tuple[dict[int, 
     for i, (data, label) in enumerate(zip(runs, labels)):
         steps = charts.finished_steps(data)
         try:
-            fits[i] = fit_usl([s.users for s in steps], [s.summary.tps for s in steps])  # type: ignore[union-attr]  # finished steps have their summary
+            every = {"every": True} if is_repeated(data) else {}  # a run of --repeat: every repeat's point
+            fits[i] = fit_usl([s.users for s in steps], [s.summary.tps for s in steps], **every)  # type: ignore[union-attr]  # finished steps have their summary
         except Exception as exc:  # noqa: BLE001 - a fit that fails leaves the rest of the page
             skipped.append(f"{label}: no fit ({exc})")
     return fits, skipped
@@ -247,7 +249,7 @@ def to_html(runs: Sequence[RunData], histograms: charts.Histograms | None = None
     network. ``histograms(run_id, step, txn)`` gives stored step histograms (the store's
     ``load_histogram``) for the latency distributions; without it they are left out.
     ``txns``: each transaction type's rows in the results table."""
-    table = build_table(runs, txns=txns)
+    table = build_table(runs, txns=txns, histograms=histograms)
     labels = [block.label for block in table.blocks]
     notes = "".join(f"<li>{_e(line)}</li>" for line in error_lines(runs))
     per_run = [charts.timeline(f"time-{i}", data, label, i) for i, (data, label) in enumerate(zip(runs, labels))]

@@ -6,8 +6,11 @@ ratio of ``compare`` carries the interval of tpsbench.measure.batch_means, compu
 the steady intervals of the two steps compared (batch means absorb the intervals'
 autocorrelation; delta method on the log ratio, Welch-Satterthwaite degrees of freedom),
 centred on the ratio the table shows; the overall geometric mean's interval adds the
-loads' log variances. A difference whose interval holds 1.0 is said to be within the
-noise; where a step has too few steady intervals, the sentence says so instead.
+loads' log variances. Where both runs repeated a load (``run --repeat``, two repeats or
+more each), the interval is Welch's t on the repeats' TPS instead (tpsbench.measure.repeats:
+the run-to-run spread, which the intervals within one step cannot show). A difference
+whose interval holds 1.0 is said to be within the noise; where a step has too few steady
+intervals, the sentence says so instead.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from tpsbench.measure.batch_means import (
     log_ratio_spread,
     mean_of_logs,
 )
+from tpsbench.measure.repeats import repeats_log_spread
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class Noise:
     spread: LogSpread | None = None
     #: the steady intervals behind it: (the compared configuration's, the baseline's); None overall
     counts: tuple[int, int] | None = None
+    #: from repeats (Welch's t): how many, (the compared configuration's, the baseline's); None: batch means
+    repeats: tuple[int, int] | None = None
 
     @property
     def within(self) -> bool:
@@ -55,6 +61,19 @@ def tps_noise(ratio: float | None, base: Sequence[float] | None, other: Sequence
         return None
     low, high = interval(ratio, spread)
     return Noise(low=low, high=high, spread=spread, counts=counts)
+
+
+def repeats_noise(ratio: float | None, base: Sequence[float] | None, other: Sequence[float] | None) -> Noise | None:
+    """The interval of ``ratio`` from the two runs' repeats' TPS at a load (Welch's t on the
+    log ratio, tpsbench.measure.repeats); None where either run has fewer than two repeats
+    there (batch means then), or a mean that is not positive."""
+    if not ratio or base is None or other is None:
+        return None
+    spread = repeats_log_spread(base, other)
+    if spread is None:
+        return None
+    low, high = interval(ratio, spread)
+    return Noise(low=low, high=high, spread=spread, repeats=(len(other), len(base)))
 
 
 def overall_noise(ratio: float | None, loads: Sequence[Noise | None]) -> Noise | None:

@@ -22,7 +22,6 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from rich.console import Console
 from rich.table import Table
@@ -36,6 +35,8 @@ from tpsbench.measure.host_cpu import HostCpu
 from tpsbench.measure.reachability import Reachability
 from tpsbench.measure.summary import SteadySummary, TxnSummary
 from tpsbench.report.limits import limit_rows, verdict_lines
+from tpsbench.report.outages import outage_lines
+from tpsbench.report.repeats import Histograms, is_repeated, repeat_cells, repeat_columns, repeat_observer_rows
 from tpsbench.report.steadiness import steady_rows
 from tpsbench.results.records import RunData
 from tpsbench.results.schema import BEFORE_STEP, PROBLEM
@@ -167,7 +168,9 @@ class ReportTable:
 
 def _columns(data: RunData) -> list[tuple[str, SteadySummary | None, int]]:
     """(column label, summary, step number) per step in users order; repeated loads get
-    "#2", "#3"."""
+    "#2", "#3"; a run of ``--repeat``: per load of its list, its first repeat's."""
+    if is_repeated(data):
+        return [(c.label, c.steps[0].summary, c.steps[0].step) for c in repeat_columns(data)]
     seen: dict[int, int] = {}
     out = []
     for step in sorted(data.steps, key=lambda s: (s.users, s.step)):
@@ -270,12 +273,15 @@ def run_labels(runs: Sequence[RunData]) -> list[str]:
     return labels
 
 
-def build_table(runs: Sequence[RunData], *, review: bool = False, txns: bool = False) -> ReportTable:
+def build_table(runs: Sequence[RunData], *, review: bool = False, txns: bool = False,
+                histograms: Histograms | None = None) -> ReportTable:
     """The report's cells as text, the same for every output format.
 
     ``review``: only the published review's two rows, TPS and response time in seconds
     with one decimal (a 40 ms response time then reads 0.0, as it does in the reviews);
-    ``txns``: each transaction type's rows under the run's own.
+    ``txns``: each transaction type's rows under the run's own. A run of ``--repeat``
+    shows each figure over its repeats (tpsbench.report.repeats; its percentiles from the
+    stored ``histograms(run id, step, txn)`` merged, where given).
     """
     per_run = [_columns(r) for r in runs]
     order: dict[str, tuple[int, int]] = {}
@@ -293,7 +299,13 @@ def build_table(runs: Sequence[RunData], *, review: bool = False, txns: bool = F
                  for _, get, fmt in rows]
         names = [r[0] for r in rows]
         steps = {column: step for column, _, step in cols}
-        for name, row_cells in ([] if review else _observer_rows(data, steps)):
+        if is_repeated(data):
+            found = [c.label for c in repeat_columns(data)]
+            names, by_column = repeat_cells(data, repeat_columns(data), rows, histograms)
+            cells = [[row[found.index(c)] if c in found else "" for c in columns] for row in by_column]
+        below = repeat_observer_rows(data, repeat_columns(data), OBSERVER_ROWS) if is_repeated(data) \
+            else _observer_rows(data, steps)
+        for name, row_cells in ([] if review else below):
             names.append(name)
             cells.append([row_cells[list(steps).index(c)] if c in steps else "" for c in columns])
         blocks.append(Block(label=label, run_id=data.run.id, rows=names, cells=cells))
@@ -338,27 +350,6 @@ def to_rich(table: ReportTable, title: str | None = None) -> Table:
     return out
 
 
-def outage_lines(data: RunData) -> list[str]:
-    """When the database could not be reached in each step (ramp-up included) and for how
-    long, from the outage observer's interval readings; apart, a restart before the step
-    (``--cache cold``), which no measured window holds."""
-    steps: dict[tuple[int, bool], dict[str, list[float]]] = {}
-    for o in data.observations:
-        if o.observer == Reachability.name and o.interval is not None:
-            steps.setdefault((o.step, o.interval == BEFORE_STEP), {}).setdefault(o.name, []).append(o.value)
-    lines = []
-    for (step, before), figures in sorted(steps.items()):
-        down, began = sum(figures.get("down_s", [])), figures.get("first_at", [])
-        if down or began:
-            when = f" from {datetime.fromtimestamp(min(began)):%H:%M:%S}" if began else ""
-            count = int(sum(figures.get("outages", [])))
-            what = ("the server was restarted before it (--cache cold), unreachable" if before
-                    else "the database was unreachable")
-            lines.append(f"run {data.run.id} step {step}: {what} for {down:.1f} s{when} "
-                         f"({count} outage{'s' if count != 1 else ''})")
-    return lines
-
-
 def error_lines(runs: Sequence[RunData], most: int = 5) -> list[str]:
     """Under the table: each step's problems (the load ran short of its plan), its outages,
     its ``most`` commonest error messages, which a count in the table does not explain, and
@@ -383,12 +374,12 @@ def error_lines(runs: Sequence[RunData], most: int = 5) -> list[str]:
 
 
 def render(runs: Sequence[RunData], format: str = "rich", width: int = 160, *, review: bool = False,
-           txns: bool = False) -> str:
+           txns: bool = False, histograms: Histograms | None = None) -> str:
     """The report of ``runs`` side by side as text: "rich" (terminal), "markdown" or "csv"
-    (``review`` and ``txns``: see :func:`build_table`)."""
+    (``review``, ``txns`` and ``histograms``: see :func:`build_table`)."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
-    table = build_table(runs, review=review, txns=txns)
+    table = build_table(runs, review=review, txns=txns, histograms=histograms)
     if format == "markdown":
         return to_markdown(table)
     if format == "csv":

@@ -69,7 +69,8 @@ def _usl(params: Sequence[float], users: Load) -> Load:
 class UslFit:
     """The USL fitted to one set of steps.
 
-    ``users`` and ``tps`` are the fitted points, one per distinct load (repeats averaged);
+    ``users`` and ``tps`` are the fitted points, one per distinct load (repeats averaged)
+    or, fitted with ``every``, each repeat's in load order;
     ``residuals`` are theirs, relative: (fitted − measured) / measured. ``ci_method`` says
     where the 95% intervals come from: "covariance" (the Jacobian's, Student t),
     "bootstrap" (residuals resampled, when the covariance is singular or a parameter sits
@@ -172,9 +173,11 @@ def _intervals(n: np.ndarray, result: OptimizeResult) -> tuple[list[Interval], s
     return list(zip(low.tolist(), high.tolist())), "covariance"
 
 
-def _points(users: Sequence[float], tps: Sequence[float]) -> tuple[np.ndarray, np.ndarray, list[float]]:
-    """One point per distinct load (repeats' TPS averaged), the loads repeated, or a
-    one-line error for what cannot be fitted."""
+def _points(users: Sequence[float], tps: Sequence[float],
+            every: bool = False) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """One point per distinct load (repeats' TPS averaged), or with ``every`` each point
+    as given (in load order); the loads repeated, or a one-line error for what cannot be
+    fitted."""
     if len(users) != len(tps):
         raise TpsbenchError(f"USL fit: {len(users)} user loads but {len(tps)} throughputs")
     n_all, x_all = np.asarray(users, dtype=float), np.asarray(tps, dtype=float)
@@ -186,6 +189,9 @@ def _points(users: Sequence[float], tps: Sequence[float]) -> tuple[np.ndarray, n
     if n.size < MIN_LOADS:
         raise TpsbenchError(f"USL fit: {n.size} distinct user load(s), but its 3 parameters need at least"
                             f" {MIN_LOADS}: run more steps, e.g. --users 1,10,20,40,80")
+    if every:
+        order = np.argsort(n_all, kind="stable")
+        return n_all[order], x_all[order], n[counts > 1].tolist()
     x = np.bincount(inverse, weights=x_all) / counts
     return n, x, n[counts > 1].tolist()
 
@@ -203,15 +209,18 @@ def _loads(values: Iterable[float]) -> str:
     return ", ".join(f"{v:g}" for v in values)
 
 
-def _warnings(fit: UslFit, repeated: list[float], kappa_zero: bool) -> list[str]:
+def _warnings(fit: UslFit, repeated: list[float], kappa_zero: bool, every: bool = False) -> list[str]:
     """What keeps the fit from meaning what it seems to: each a sentence a user can act on."""
     n, x = np.array(fit.users), np.array(fit.tps)
     out = []
-    if repeated:
+    if repeated and not every:
         out.append(f"repeated user loads averaged ({_loads(repeated)}): the fit sees one point per load")
-    if n.size < MIN_STEPS:
+    distinct, inverse, counts = np.unique(n, return_inverse=True, return_counts=True)
+    loads = distinct.size
+    if loads < MIN_STEPS and not (every and n.size > loads):
         out.append(f"{n.size} user loads for 3 parameters leave {n.size - 3} degrees of freedom: no step is left"
                    f" over to check the curve against; run at least {MIN_STEPS} steps")
+    n, x = distinct, np.bincount(inverse, weights=x) / counts  # per load (its repeats' mean) from here
     efficiency = (x / n) / (x[0] / n[0])
     if np.any(efficiency > SUPERLINEAR):
         out.append(f"efficiency above 1 at {_loads(n[efficiency > SUPERLINEAR])} users (per-user TPS above that at"
@@ -231,10 +240,14 @@ def _warnings(fit: UslFit, repeated: list[float], kappa_zero: bool) -> list[str]
     return out
 
 
-def fit_usl(users: Sequence[float], tps: Sequence[float]) -> UslFit:
+def fit_usl(users: Sequence[float], tps: Sequence[float], *, every: bool = False) -> UslFit:
     """Fit the USL to steps' user loads and steady-state TPS; ``warnings`` says where the
-    result should not be taken at its word. Fewer than 3 distinct loads: TpsbenchError."""
-    n, x, repeated = _points(users, tps)
+    result should not be taken at its word. Fewer than 3 distinct loads: TpsbenchError.
+
+    ``every``: fit every point, a load's repeats each one (``run --repeat``), not their
+    average: the residuals then hold the spread between repeats, so the parameters'
+    intervals widen with it (an average would hide it and leave fewer degrees of freedom)."""
+    n, x, repeated = _points(users, tps, every)
     result = _best(n, x)
     (sigma, kappa, lam), fitted = result.x.tolist(), _usl(result.x, n)
     (sigma_ci, kappa_ci, lam_ci), method = _intervals(n, result)
@@ -246,7 +259,7 @@ def fit_usl(users: Sequence[float], tps: Sequence[float]) -> UslFit:
                  sigma_ci=sigma_ci, kappa_ci=kappa_ci, lam_ci=lam_ci, ci_method=method, r2=_r2(x, fitted),
                  residuals=tuple(((fitted - x) / x).tolist()), n_max=n_max,
                  peak_tps=None if n_max is None else float(_usl(result.x, n_max)))
-    return replace(fit, warnings=_warnings(fit, repeated, kappa_zero))
+    return replace(fit, warnings=_warnings(fit, repeated, kappa_zero, every))
 
 
 # --- SLA ------------------------------------------------------------------------------
