@@ -174,7 +174,7 @@ def _newer(source: Path, folder: Path) -> Path:
 ])
 def test_a_bad_bundle_is_one_line_and_changes_no_store(quick: Path, make: Any, needle: str) -> None:
     bad = make(quick / "quick.tpsbench", quick)
-    one_line_refusal(tpsbench("import", str(bad), "--results", "new.db", cwd=quick), needle)
+    one_line_refusal(tpsbench("import", str(bad), "--results", "sqlite:///new.db", cwd=quick), needle)
     assert not (quick / "new.db").exists()
     existing = ResultsStore(f"sqlite:///{quick / 'existing.db'}")
     existing.start_run("tpcc", db_url="sqlite:///x.db")
@@ -184,7 +184,7 @@ def test_a_bad_bundle_is_one_line_and_changes_no_store(quick: Path, make: Any, n
 
 
 def test_an_import_is_refused_a_second_time(quick: Path) -> None:
-    assert tpsbench("import", "quick.tpsbench", "--results", "other.db", cwd=quick).returncode == 0
+    assert tpsbench("import", "quick.tpsbench", "--results", "sqlite:///other.db", cwd=quick).returncode == 0
     before = digest_of(quick / "other.db")
     one_line_refusal(tpsbench("import", "quick.tpsbench", "--results", "other.db", cwd=quick),
                      "other.db already, as run(s) 1, 2: nothing imported")
@@ -284,7 +284,7 @@ def test_one_byte_changed_in_a_real_bundle_is_refused(pg_campaign: Path, tmp_pat
     at = data.index(b"RAID-B")
     changed = tmp_path / "changed.tpsbench"
     changed.write_bytes(data[:at] + b"R" + b"b" + data[at + 2:])  # one byte: RAID-B -> RbID-B
-    one_line_refusal(tpsbench("import", str(changed), "--results", "new.db", cwd=tmp_path),
+    one_line_refusal(tpsbench("import", str(changed), "--results", "sqlite:///new.db", cwd=tmp_path),
                      "does not match its manifest")
     assert not (tmp_path / "new.db").exists()
 

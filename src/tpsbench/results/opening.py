@@ -29,9 +29,11 @@ SQLITE_BUSY_TIMEOUT_S = 30.0
 
 
 def store_url(text: str) -> str:
-    """``text`` as a SQLAlchemy URL: a path (no ``scheme://``) names a SQLite store or a
-    bundle (``--results results.db``); a URL is left as it is."""
-    if "://" not in text:
+    """``text`` as a SQLAlchemy URL: the path of an existing file (no ``scheme://``) names a
+    SQLite store or a bundle (``--results results.db``); anything else is left as it is
+    (a new SQLite store is named by URL, sqlite:///results.db, so that a mistyped value
+    creates no file)."""
+    if "://" not in text and os.path.isfile(text):
         return f"sqlite:///{os.path.abspath(text)}"
     return text
 
