@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from conftest import cli_in_process, copy_of, scratch_mysql_database, scratch_pg_database
+from test_campaign import write_campaign
 
 from tpsbench.results.bundle import bundle_runs
 from tpsbench.results.store import ResultsStore
@@ -73,8 +74,7 @@ def quick_made(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def quick(quick_made: Path, tmp_path: Path) -> Path:
     """A copy of :func:`quick_made`'s folder, for this test alone."""
-    for name in ("results.db", "quick.tpsbench"):
-        shutil.copy(quick_made / name, tmp_path / name)
+    shutil.copytree(quick_made, tmp_path, dirs_exist_ok=True)
     return tmp_path
 
 
@@ -207,17 +207,6 @@ def test_bad_export_input_is_one_line_and_writes_nothing(quick: Path, args: list
 
 # -- a real PostgreSQL campaign of two targets --------------------------------------------
 
-CAMPAIGN = """workload = "tpcc"
-scale = 1
-users = [1, 2]
-rampup = "0.5s"
-duration = "1.5s"
-interval = "0.5s"
-[options]
-think = "off"
-"""
-
-
 @pytest.fixture(scope="module")
 def pg_campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A folder whose ``tpsbench-results.db`` holds campaign 1: two PostgreSQL targets,
@@ -227,9 +216,7 @@ def pg_campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with scratch_pg_database() as first, scratch_pg_database() as second:
         with_password = first.replace("postgres@", f"postgres:{SECRET}@")
         assert SECRET in with_password
-        (folder / "campaign.toml").write_text(CAMPAIGN + "".join(
-            f'[[target]]\ndb = "{url}"\nstorage = "{label}"\n'
-            for label, url in (("RAID-A", with_password), ("RAID-B", second))))
+        write_campaign(folder, {"RAID-A": with_password, "RAID-B": second})
         done = subprocess.run([sys.executable, "-m", "tpsbench", "campaign", "campaign.toml"], cwd=folder,
                               env=ENV_FREE, capture_output=True, text=True, timeout=600, check=False)
         assert done.returncode == 0, done.stderr[-2000:]
