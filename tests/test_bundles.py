@@ -300,3 +300,14 @@ def test_serve_shows_a_bundle_and_leaves_it_as_it_was(pg_campaign: Path) -> None
         server.terminate()
         server.communicate(timeout=30)
     assert digest_of(bundle) == before
+
+
+def test_a_run_imported_then_exported_keeps_both_provenances(quick: Path) -> None:
+    assert tpsbench("import", "quick.tpsbench", "--results", "sqlite:///second.db", cwd=quick).returncode == 0
+    again = tpsbench("export", "2", "-o", "again.tpsbench", "--results", "second.db", cwd=quick)
+    assert again.returncode == 0, again.stderr
+    assert tpsbench("import", "again.tpsbench", "--results", "sqlite:///third.db", cwd=quick).returncode == 0
+    (run,) = ResultsStore(f"sqlite:///{quick / 'third.db'}", create=False).list_runs()
+    provenance = run.config["imported_from"]
+    assert (run.storage, provenance["run"], provenance["earlier"]["run"]) == ("quick-B", 2, 2)
+    assert provenance["bundle"] != provenance["earlier"]["bundle"] and run.config["campaign"] == 1

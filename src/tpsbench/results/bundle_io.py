@@ -174,9 +174,11 @@ def import_bundle(path: str, target: str | None) -> Imported:
                 old = values.pop("id")
                 config = dict(values["config"] or {})
                 campaign = config.get("campaign")
-                if isinstance(campaign, int) and campaign in done.campaigns:
-                    config["campaign"] = done.campaigns[campaign]
-                config["imported_from"] = {**provenance, "run": old, "campaign": campaign}
+                if campaign is not None:  # its new id; none if the bundle lacks it (never another's)
+                    config["campaign"] = done.campaigns.get(campaign)
+                earlier = config.get("imported_from")  # a run imported before it was exported: kept
+                config["imported_from"] = {**provenance, "run": old, "campaign": campaign,
+                                           **({"earlier": earlier} if earlier else {})}
                 values["config"] = config
                 done.runs[old] = _new_id(out, runs_table.insert().values(**values))
             for table in CONTENT[2:]:
