@@ -82,6 +82,7 @@ def test_the_bundle_holds_the_runs_as_stored_with_a_manifest(quick: Path) -> Non
     stored = ResultsStore(f"sqlite:///{quick / 'results.db'}", create=False).list_runs()
     assert [(r.id, r.storage, r.seed, r.config, r.server) for r in bundle_runs(str(quick / "quick.tpsbench"))] == \
         [(r.id, r.storage, r.seed, r.config, r.server) for r in stored]
+    assert SECRET.encode() not in (quick / "quick.tpsbench").read_bytes()
     with sqlite3.connect(quick / "quick.tpsbench") as db:
         manifest = dict(db.execute("SELECT name, value FROM tpsbench_bundle"))
         assert db.execute("SELECT count(*) FROM errors").fetchone() == (2,)
