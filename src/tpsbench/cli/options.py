@@ -42,7 +42,8 @@ db_option = click.option("--db", "url", envvar=ENV_VAR, default=None, metavar="U
                               " through PgBouncer add its pool mode, ?pool_mode=transaction, and nothing is"
                               f" prepared [env {ENV_VAR}; default {DEFAULT_URL}].")
 results_option = click.option("--results", "results_url", envvar="TPSBENCH_RESULTS", default=None, metavar="URL",
-                              help="SQLAlchemy URL of the results store"
+                              help="SQLAlchemy URL of the results store, or the path of a SQLite one; a result bundle"
+                                   " (tpsbench export) is read by path too, never written"
                                    " [env TPSBENCH_RESULTS; default sqlite:///tpsbench-results.db].")
 #: which runs a reading command is about (tpsbench.commands.selection), beside RUN_IDS
 campaign_option = click.option("--campaign", "campaign_id", type=int, default=None, metavar="ID",

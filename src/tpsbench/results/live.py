@@ -14,7 +14,6 @@ a view that polls every second asks only for what came after the last interval i
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +23,7 @@ import sqlalchemy as sa
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.reports import ALL
+from tpsbench.results.opening import read_only
 from tpsbench.results.records import Run, StoredInterval, run_from_row
 from tpsbench.results.schema import (
     COUNTS,
@@ -33,7 +33,7 @@ from tpsbench.results.schema import (
     observations_table,
     runs_table,
 )
-from tpsbench.results.store import SQLITE_BUSY_TIMEOUT_S, ResultsStore
+from tpsbench.results.store import ResultsStore
 
 #: the device I/O figures a live view shows per interval (the disk_io observer's totals)
 DEVICE_FIGURES = ("total.r_s", "total.w_s", "total.r_kB_s", "total.w_kB_s")
@@ -46,17 +46,7 @@ class ReadOnlyStore(ResultsStore):
 
     def __init__(self, url: str | None = None) -> None:
         super().__init__(url, create=False)
-        parsed = self.engine.url
-        if self._sqlite:
-            path = os.path.abspath(parsed.database or "")
-            parsed = parsed.set(database=f"file:{path}", query={"mode": "ro", "uri": "true"})
-            connect: dict[str, Any] = {"timeout": SQLITE_BUSY_TIMEOUT_S}
-        elif parsed.get_backend_name() == "postgresql":
-            connect = {"options": "-c default_transaction_read_only=on"}
-        else:
-            connect = {}
-        self.engine.dispose()
-        self.engine = sa.create_engine(parsed, poolclass=sa.NullPool, connect_args=connect)
+        self.engine = read_only(self.engine)
 
 
 @dataclass

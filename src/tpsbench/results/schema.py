@@ -19,6 +19,7 @@ Version history:
 from __future__ import annotations
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
 
 #: the layout this tpsbench writes and reads (see the module docstring)
 SCHEMA_VERSION = 4
@@ -26,6 +27,12 @@ STATUSES = ("running", "completed", "interrupted", "failed")
 #: the longest storage label the runs table keeps
 STORAGE_LABEL_MOST = 200
 
+#: a float and a time as stored: MySQL's and MariaDB's FLOAT is single precision (an
+#: interval's start, seconds since the epoch, would lose whole minutes) and their DATETIME
+#: whole seconds, so stores created there get DOUBLE and DATETIME(6), keeping what every
+#: other backend keeps (a store created before keeps its columns: nothing is rewritten)
+FLOAT = sa.Float().with_variant(mysql.DOUBLE(asdecimal=False), "mysql", "mariadb")
+TIME = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
 metadata = sa.MetaData()
 #: the marker: a table only a results store has (layout 4 on), one row naming its maker
 marker_table = sa.Table(
@@ -38,8 +45,8 @@ runs_table = sa.Table(
     "runs", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("workload", sa.String(64), nullable=False),
-    sa.Column("started_at", sa.DateTime, nullable=False),
-    sa.Column("ended_at", sa.DateTime),
+    sa.Column("started_at", TIME, nullable=False),
+    sa.Column("ended_at", TIME),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("storage", sa.String(STORAGE_LABEL_MOST), nullable=False),
     sa.Column("config", sa.JSON),
@@ -57,12 +64,12 @@ steps_table = sa.Table(
     sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("users", sa.Integer, nullable=False),
-    sa.Column("rampup_s", sa.Float),
-    sa.Column("duration_s", sa.Float),
-    sa.Column("seconds", sa.Float),
-    sa.Column("tps", sa.Float),
+    sa.Column("rampup_s", FLOAT),
+    sa.Column("duration_s", FLOAT),
+    sa.Column("seconds", FLOAT),
+    sa.Column("tps", FLOAT),
     sa.Column("tpm", sa.JSON),
-    *(sa.Column(name, sa.Float) for name in FIGURES),
+    *(sa.Column(name, FLOAT) for name in FIGURES),
     *(sa.Column(name, sa.BigInteger) for name in COUNTS),
     sa.Column("detail", sa.JSON),  # SteadySummary.to_dict(): per-transaction figures
 )
@@ -72,12 +79,12 @@ intervals_table = sa.Table(
     sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
     sa.Column("step", sa.Integer, nullable=False),
     sa.Column("interval", sa.Integer, nullable=False),
-    sa.Column("t_start", sa.Float, nullable=False),
-    sa.Column("t_end", sa.Float, nullable=False),
+    sa.Column("t_start", FLOAT, nullable=False),
+    sa.Column("t_end", FLOAT, nullable=False),
     sa.Column("steady", sa.Boolean, nullable=False),
     sa.Column("users", sa.Integer),
-    sa.Column("tps", sa.Float),
-    sa.Column("p95_ms", sa.Float),
+    sa.Column("tps", FLOAT),
+    sa.Column("p95_ms", FLOAT),
     *(sa.Column(name, sa.BigInteger) for name in COUNTS),
     sa.Index("ix_intervals_run_step", "run_id", "step", "interval"),
 )
@@ -117,7 +124,7 @@ observations_table = sa.Table(
     sa.Column("interval", sa.Integer),
     sa.Column("observer", sa.String(64), nullable=False),
     sa.Column("name", sa.String(64), nullable=False),
-    sa.Column("value", sa.Float, nullable=False),
+    sa.Column("value", FLOAT, nullable=False),
     sa.Index("ix_observations_run_step", "run_id", "step", "interval"),
 )
 #: the ``interval`` of readings taken before a step's first interval, outside every
@@ -131,8 +138,8 @@ campaigns_table = sa.Table(
     "campaigns", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("name", sa.String(STORAGE_LABEL_MOST), nullable=False),
-    sa.Column("started_at", sa.DateTime, nullable=False),
-    sa.Column("ended_at", sa.DateTime),
+    sa.Column("started_at", TIME, nullable=False),
+    sa.Column("ended_at", TIME),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("config", sa.JSON),
 )
@@ -141,4 +148,13 @@ store_info_table = sa.Table(
     "store_info", metadata,
     sa.Column("name", sa.String(64), primary_key=True),
     sa.Column("value", sa.String(200), nullable=False),
+)
+#: a result bundle's manifest (tpsbench.results.bundle): in bundles only, never in a store,
+#: so no layout version; its format has its own version, in the manifest
+BUNDLE_TABLE = "tpsbench_bundle"
+bundle_metadata = sa.MetaData()
+bundle_table = sa.Table(
+    BUNDLE_TABLE, bundle_metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
 )

@@ -38,6 +38,7 @@ from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.observers import Readings
 from tpsbench.measure.reports import ALL, IntervalReport
 from tpsbench.measure.summary import SteadySummary
+from tpsbench.results.opening import SQLITE_BUSY_TIMEOUT_S, opened, store_url
 from tpsbench.results.records import (RAW_COLUMNS, Run, RunData, StoredError, StoredInterval, StoredObservation,
                                       StoredStep, run_from_row)
 from tpsbench.results.schema import (COUNTS, PROBLEM, RUNS_COLUMNS_SINCE_1, SCHEMA_VERSION, STATUSES,
@@ -48,14 +49,6 @@ DEFAULT_URL = "sqlite:///tpsbench-results.db"
 ENV_VAR = "TPSBENCH_RESULTS"
 #: SQLAlchemy drivers we install, for URLs that name none (SQLAlchemy's own defaults may be missing)
 DEFAULT_DRIVERS = {"postgresql": "psycopg", "postgres": "psycopg", "mysql": "pymysql", "mariadb": "pymysql"}
-#: how long a SQLite writer waits for another's lock. SQLite keeps its default rollback
-#: journal, not WAL: WAL would let readers and a writer overlap, but a WAL database
-#: cannot be read where its -shm file cannot be created (a read-only or full disk: the
-#: very case in which `tpsbench runs` must still show what was kept) nor on a network
-#: file system. With the rollback journal a writer waits for the other writer's short
-#: transaction and for readers' brief reads; 30 s is far more than those take even on a
-#: disk busy with a benchmark, and a lock held longer is a fault that stops the run.
-SQLITE_BUSY_TIMEOUT_S = 30.0
 #: the largest run id a store holds (a 64-bit signed integer); readers refuse a larger one
 RUN_ID_MOST = 2**63 - 1
 
@@ -102,7 +95,7 @@ class ResultsStore:
         its tables created where missing. ``create=False`` is for readers (runs, report,
         compare), which must leave no file or table behind: a store with no runs yet is
         then a one-line error."""
-        text = url or os.environ.get(ENV_VAR) or DEFAULT_URL
+        text = store_url(url or os.environ.get(ENV_VAR) or DEFAULT_URL)
         self._secrets: set[str] = set()
         #: the runs the last list_runs left out, one line each (a malformed stored row)
         self.unreadable: list[str] = []
@@ -120,6 +113,7 @@ class ResultsStore:
             connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S} if self._sqlite else {}
             self.engine = sa.create_engine(parsed, poolclass=sa.NullPool, connect_args=connect_args)
             version = self._version()
+            self.engine = opened(self.engine, self.url, writing=create)
             if not create and version == 0:
                 raise empty
             if version > SCHEMA_VERSION:
