@@ -32,6 +32,7 @@ from tpsbench.report.table import (
     error_lines,
 )
 from tpsbench.results.records import RunData
+from tpsbench.results.references import source_lines
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; color: #222; margin: 0 auto; padding: 1em 2em; max-width: 1280px; }
@@ -249,7 +250,7 @@ def to_html(runs: Sequence[RunData], histograms: charts.Histograms | None = None
     ``txns``: each transaction type's rows in the results table."""
     table = build_table(runs, txns=txns)
     labels = [block.label for block in table.blocks]
-    notes = "".join(f"<li>{_e(line)}</li>" for line in error_lines(runs))
+    notes = "".join(f"<li>{_e(line)}</li>" for line in [*source_lines(runs), *error_lines(runs)])
     per_run = [charts.timeline(f"time-{i}", data, label, i) for i, (data, label) in enumerate(zip(runs, labels))]
     if histograms is not None:
         per_run += [charts.distribution(f"dist-{i}", data, label, histograms)
