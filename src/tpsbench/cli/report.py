@@ -99,11 +99,14 @@ def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str,
 
         text = to_html(runs, histograms=store.load_histogram, txns=txns)
     else:
+        from tpsbench.report.environment import to_text as environment_text
         from tpsbench.report.table import render
         from tpsbench.report.warnings import warnings
         from tpsbench.results.references import measured_only, source_lines
 
         text = render(runs, format=fmt, review=review, txns=txns)
+        if fmt != "csv" and not review and (differ := environment_text(runs)):
+            text += "\n" + differ
         if fmt == "rich" and not review:
             text += "".join(f"WARNING: {line}\n" for line in warnings(measured_only(runs)))
         text += "".join(f"{line}\n" for line in source_lines(runs)) if fmt != "csv" else ""
@@ -148,6 +151,7 @@ def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: 
     from tpsbench.commands.references import selected_with_references
     from tpsbench.report.compare import compare as comparison_of
     from tpsbench.report.compare import summary_lines, to_text
+    from tpsbench.report.environment import to_text as environment_text
     from tpsbench.report.limits import not_storage_warning
     from tpsbench.report.table import render
     from tpsbench.results.references import source_lines
@@ -160,8 +164,9 @@ def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: 
     runs = selected_with_references(store, ids, campaign_id, labels, references, workload=workload, default="labels")
     comparison = comparison_of(runs)
     warning = not_storage_warning(runs)  # before the ratios it qualifies; the review's sentences stay last
+    differ = environment_text(runs)  # what else differs, before the review's sentences
     lines = [*([f"WARNING: {warning}"] if warning is not None else []), to_text(comparison),
-             *summary_lines(comparison), *source_lines(runs)]
+             *([differ] if differ else []), *summary_lines(comparison), *source_lines(runs)]
     emit(render(runs) + "".join(f"{line}\n" for line in lines), output, "compare", force)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from tpsbench import __version__
 from tpsbench.measure.honesty import honesty_text
-from tpsbench.report import charts
+from tpsbench.report import charts, environment
 from tpsbench.report.limits import not_storage_warning, run_verdicts
 from tpsbench.report.output import HTML_GENERATOR
 from tpsbench.report.table import (
@@ -231,6 +231,13 @@ def limits_section(runs: Sequence[RunData], labels: Sequence[str]) -> str:
             + (f'<p class="warn">{_e(warning)}</p>' if warning else ""))
 
 
+def environment_section(runs: Sequence[RunData]) -> str:
+    """The facts of the runs' environments that differ (tpsbench.report.environment), "" if none."""
+    labels, rows = environment.differences(runs)
+    return _table(["fact", *labels], [_row([name, *values], head=1) for name, values in rows],
+                  cls="settings") if rows else ""
+
+
 def _when(at: datetime | None) -> str:
     return f"{at:%Y-%m-%d %H:%M:%S %Z}".strip() if at is not None else ""
 
@@ -262,6 +269,7 @@ def to_html(runs: Sequence[RunData], histograms: charts.Histograms | None = None
         ("limits", "What limited each step", limits_section(runs, labels)),
         ("charts", "Charts", "".join(map(figure, drawn))),
         ("usl", "Scalability model", usl_section(runs, labels)),
+        ("environment", environment.TITLE, environment_section(runs)),
         ("runs", "The runs", "".join([
             "<h3>Runs</h3>", compare_table(labels, [_run_facts(d) for d in runs], what=""),
             "<h3>Configuration</h3>",
