@@ -82,7 +82,7 @@ def digest(path: Path) -> str:
 
 @pytest.mark.parametrize(("text", "said"), [
     ("label,users,tps,iops,source\nH800,300,73.8,6659,x\n", "missing column(s) response_s"),
-    ("label,users,tps,response_s,source\nH800,300,fast,0.6,x\n", "line 2: tps must be a number of 0 or more, not 'fast'"),
+    ("label,users,tps,response_s,source\nH800,300,fast,0.6,x\n", "tps must be a number of 0 or more, not 'fast'"),
     ("label,users,tps,response_s,source\nH800,300,nan,0.6,x\n", "line 2: tps must be a number"),
     ("label,users,tps,response_s,source\nH800,3.5,70,0.6,x\n", "line 2: users must be a whole number"),
     ("label,users,tps,response_s,source\nH800,300,,,x\n", "line 2: neither tps nor response_s is given"),

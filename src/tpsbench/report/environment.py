@@ -53,8 +53,8 @@ def facts(data: RunData) -> dict[str, str]:
     run, config = data.run, data.run.config
     host = dict(config.get("driver_host") or {})
     out: dict[str, str] = {}
-    _flat("", {"tpsbench": run.tool_version or host.get("tpsbench"), "tpsbench revision": host.pop("git_revision", None)},
-          out)
+    revision = host.pop("git_revision", None)
+    _flat("", {"tpsbench": run.tool_version or host.pop("tpsbench", None), "tpsbench revision": revision}, out)
     host.pop("tpsbench", None)
     out |= _database(run.db_url)
     _flat("server", run.server, out)
