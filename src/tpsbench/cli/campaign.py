@@ -29,11 +29,15 @@ def campaign(campaign_file: str, concurrent: bool, metrics_addr: str | None, all
     no two targets may be one database. [options] sets run options for every target by
     name (processes = 2, think = "off", multiplex = false, mix = "..."): those of
     `tpsbench run WORKLOAD --help`, except what a target or the file's top sets.
+    repeat = N runs every target N times: one after another, in rounds (A B C A B C, so
+    that a slow drift does not read as a difference between targets); with --concurrent,
+    each target's run repeats its own steps, as run --repeat N.
     Ctrl-C (SIGTERM, SIGHUP) ends every run, keeps what finished, starts no further target
     and exits 130 (143, 129).
 
     \b
       tpsbench campaign pools.toml --concurrent
+      tpsbench campaign pools.toml   # with repeat = 3 in it: A B C A B C A B C
       tpsbench report --campaign 3 --format markdown
     """
     from tpsbench.cli.campaign_options import checked_options

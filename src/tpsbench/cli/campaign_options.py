@@ -30,7 +30,7 @@ ELSEWHERE = {
     "data_path": "per target (data_path = PATH under [[target]])",
     "trace": "per run only (the targets' runs would write over each other's trace files)",
     **{name: f"at the top of the campaign file ({name} = ...)"
-       for name in ("users", "rampup", "duration", "interval", "cache", "seed", "scale", "storage_file")},
+       for name in ("users", "rampup", "duration", "interval", "cache", "seed", "scale", "storage_file", "repeat")},
     "build_if_missing": "by the campaign itself where a target has no build (scale = N at the top of the file)",
     "results_url": "on the command line (tpsbench campaign --results URL)",
     # where run has them: one endpoint for the whole campaign, which relays every run's

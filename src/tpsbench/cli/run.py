@@ -40,6 +40,7 @@ from tpsbench.core.parse import (
     parse_rates,
     parse_users,
 )
+from tpsbench.core.repeats import MAX_REPEAT, MAX_REPEAT_STEPS, check_repeat
 from tpsbench.core.workload import Workload
 from tpsbench.engine.pacing import MAX_RATE_PER_PROCESS
 
@@ -72,6 +73,13 @@ def common_run_options(cls: type[Workload]) -> Decorator:
                           " fast ends early, a slow one gets the time it needs, and each says (and stores) which"
                           " happened. MAX is at least five --interval and --duration. With --warmup, the warm-up"
                           f" ends once steady too. A {DURATION_FORM}."),
+        click.option("--repeat", type=int, default=1, show_default=True, metavar="N",
+                     help="Run every step N times, the rounds interleaved: --users 1,20,50 --repeat 3 runs"
+                          " 1,20,50,1,20,50,1,20,50, so that a slow drift (a cache filling, a drive warming)"
+                          " spreads over every load alike rather than reading as a difference between them; the"
+                          " steps are stored in that order, numbered on (7 is round 3's 1 user), and the report"
+                          f" gives each load's figures over its repeats. From 1 to {MAX_REPEAT}, and at most"
+                          f" {MAX_REPEAT_STEPS:,} steps in all. --warmup runs once, before the first step."),
         click.option("--storage", default="", metavar="LABEL",
                      help="Name of the storage configuration under test, e.g. 'RAID10 8x SSHD' (compare takes it)."),
         click.option("--storage-file", default=None, metavar="FILE",
@@ -150,6 +158,8 @@ def common_run_options(cls: type[Workload]) -> Decorator:
         click.option("--notes", default="", metavar="NOTE", help="Free text stored with the run."),
         click.option("--campaign", "campaign", default=None, hidden=True, metavar="ID:N",
                      help="Set by `tpsbench campaign` for its runs: the campaign's id and the target's number."),
+        click.option("--campaign-round", default=None, hidden=True, metavar="R/N",
+                     help="Set by a sequential `tpsbench campaign` with repeat = N: this run's round of N."),
         click.option("--build-if-missing", is_flag=True,
                      help="Build the workload at --scale first when the database has no build of it."),
         scale_option(cls, "What --build-if-missing builds", required=False, alias=False),
@@ -176,14 +186,21 @@ def cluster_workers(cluster: str | None, text: str | None) -> list[str]:
     return names
 
 
-def campaign_fields(text: str | None) -> dict[str, int | None]:
-    """``ID:N`` of the hidden --campaign as RunConfig's campaign and campaign_target."""
+def campaign_fields(text: str | None, round_text: str | None = None) -> dict[str, int | None]:
+    """``ID:N`` of the hidden --campaign as RunConfig's campaign and campaign_target, and
+    ``R/N`` of the hidden --campaign-round as its campaign_round and campaign_rounds."""
+    rounds: dict[str, int | None] = {"campaign_round": None, "campaign_rounds": None}
+    if round_text is not None:
+        number, _, of = round_text.partition("/")
+        if not (number.isdigit() and of.isdigit()) or text is None:
+            raise click.BadParameter(f"must be R/N, with --campaign, not {round_text!r}", param_hint="--campaign-round")
+        rounds = {"campaign_round": int(number), "campaign_rounds": int(of)}
     if text is None:
-        return {"campaign": None, "campaign_target": None}
+        return {"campaign": None, "campaign_target": None} | rounds
     campaign, _, target = text.partition(":")
     if not (campaign.isdigit() and target.isdigit()):
         raise click.BadParameter(f"must be ID:N, not {text!r}", param_hint="--campaign")
-    return {"campaign": int(campaign), "campaign_target": int(target)}
+    return {"campaign": int(campaign), "campaign_target": int(target)} | rounds
 
 
 def build_scale(cls: type[Workload], wanted: bool, scale: str | None) -> int | None:
@@ -254,8 +271,9 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
         timing: dict[str, Any] = {f"{key}_s": _seconds(key, values[key]) for key in ("rampup", "duration", "interval")}
         check_timing(**timing, interval_given=given("interval"))
         phases = warmup_seconds(values, values["cache"], timing["duration_s"], timing["interval_s"])
+        users = parse_users(values["users"])
         config = RunConfig(
-            workload=name, url=values["url"], users=parse_users(values["users"]), **timing, **phases,
+            workload=name, url=values["url"], users=users, **timing, **phases,
             storage=values["storage"], workers=values["processes"],
             seed=values["seed"], options={**{o.name: str(values[o.name]) for o in options}, **waits(values)},
             results_url=values["results_url"], notes=values["notes"],
@@ -265,7 +283,8 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
             rates=parse_rates(values["rate"]), arrivals=values["arrivals"], trace_dir=values["trace"],
             cluster=values["cluster"], cluster_workers=cluster_workers(values["cluster"], values["cluster_workers"]),
             cache=values["cache"], metrics_addr=values["metrics_addr"], allow_remote=values["allow_remote"],
-            **campaign_fields(values["campaign"]),  # type: ignore[arg-type]  # campaign_id, campaign_step: int | None
+            repeat=check_repeat(values["repeat"], len(users)),
+            **campaign_fields(values["campaign"], values["campaign_round"]),  # type: ignore[arg-type]  # campaign_id, campaign_step: int | None
         )
         record = run(config, live=lambda line: click.echo(line, err=True))
         if config.campaign is None:  # a campaign's run: the campaign shows its targets side by side
@@ -307,12 +326,15 @@ def run() -> None:
     keeps every finished interval, stores it as interrupted and exits 130, 143 or 129.
     --warmup runs the first step's load before it, stored apart and never in a step's
     figures; --until-steady MAX measures each step on past --duration until SNIA's
-    steady-state test holds over its last five intervals, or MAX.
+    steady-state test holds over its last five intervals, or MAX; --repeat N runs the
+    whole list of loads N times over, interleaved, so the report can say how much a
+    figure varies between repeats.
 
     \b
       tpsbench run tpcc --build-if-missing --scale 1 --users 1,4,8 --duration 20s
       tpsbench run tpcc --users 1,20,50 --duration 5m --storage "RAID10 8x SSHD"
       tpsbench run tpcc --users 8,32 --warmup 5m --until-steady 20m   # preconditioned; each step until steady
+      tpsbench run tpcc --users 1,20,50 --repeat 3   # 1,20,50,1,20,50,1,20,50: each load three times
       tpsbench run tpcc --storage "RAID10 8x SSHD" --storage-file pools.toml --data-path /srv/pg
       tpsbench run tpcc --think spec --delivery deferred   # TPC-C's queued Delivery
       tpsbench run sysbench --mode oltp_read_only --users 8,16 --processes 2

@@ -112,7 +112,8 @@ def run_campaign(path: str | Path | Campaign, *, concurrent: bool = False, resul
         status = "failed"  # unless the targets' loop says otherwise
         try:
             live(f"campaign {campaign_id}: {len(campaign.targets)} target(s) of {campaign.workload}, "
-                 f"{'all at once' if concurrent else 'one after another'}; results in {store.url}")
+                 f"{'all at once' if concurrent else 'one after another'}{_rounds_text(campaign, concurrent)}; "
+                 f"results in {store.url}")
             status = _run_targets(campaign, campaign_id, concurrent, results_url, live, pass_on, outcomes, endpoint)
         finally:
             results = [outcomes[n] for n in sorted(outcomes)]
@@ -121,7 +122,7 @@ def run_campaign(path: str | Path | Campaign, *, concurrent: bool = False, resul
             if signum is not None:
                 status = "interrupted"
             elif status == "completed" and (any(o.exit_code for o in results)
-                                            or len(results) < len(campaign.targets)):
+                                            or len(results) < len(run_order(campaign, concurrent))):
                 status = "failed"
             store.finish_campaign(campaign_id, status)
     return CampaignOutcome(campaign_id, status, results, store, signum)
@@ -133,12 +134,13 @@ def _run_targets(campaign: Campaign, campaign_id: int, concurrent: bool, results
     """Start the targets' runs (one after another, or all at once) and wait for them;
     "completed", or "interrupted" once a signal came or a run was interrupted."""
     readers: list[threading.Thread] = []
-    for number, target in enumerate(campaign.targets, start=1):
+    for index, (number, rounds) in enumerate(run_order(campaign, concurrent), start=1):
         if pass_on.signal is not None:
             break
-        proc = _start(campaign, number, campaign_id, results_url, endpoint)
+        proc = _start(campaign, number, campaign_id, results_url, endpoint, concurrent, rounds)
         pass_on.procs.append(proc)
-        reader = threading.Thread(target=_relay, args=(proc, target.storage, number, outcomes, live), daemon=True)
+        said = campaign.targets[number - 1].storage + (f" {rounds}/{campaign.repeat}" if rounds else "")
+        reader = threading.Thread(target=_relay, args=(proc, said, index, outcomes, live), daemon=True)
         reader.start()
         readers.append(reader)
         if not concurrent:
@@ -150,8 +152,20 @@ def _run_targets(campaign: Campaign, campaign_id: int, concurrent: bool, results
     return "interrupted" if pass_on.signal is not None else "completed"
 
 
+def run_order(campaign: Campaign, concurrent: bool) -> list[tuple[int, int | None]]:
+    """The runs a campaign starts, in order, as (target number, round or None): one after
+    another with ``repeat = N``, round by round (A B C A B C), so that a slow drift of the
+    host spreads over every target rather than reading as a difference between them; all
+    at once, one run per target, each repeating its own steps (``--repeat N``)."""
+    targets = range(1, len(campaign.targets) + 1)
+    if concurrent or campaign.repeat == 1:
+        return [(number, None) for number in targets]
+    return [(number, rounds) for rounds in range(1, campaign.repeat + 1) for number in targets]
+
+
 def _start(campaign: Campaign, number: int, campaign_id: int, results_url: str | None,
-           endpoint: MetricsEndpoint | None) -> subprocess.Popen[str]:
+           endpoint: MetricsEndpoint | None, concurrent: bool = False,
+           rounds: int | None = None) -> subprocess.Popen[str]:
     target = campaign.targets[number - 1]
     args = [sys.executable, "-m", "tpsbench", "run", campaign.workload, "--build-if-missing",
             "--scale", str(campaign.scale), "--users", ",".join(map(str, campaign.users)),
@@ -160,6 +174,10 @@ def _start(campaign: Campaign, number: int, campaign_id: int, results_url: str |
             "--interval", f"{min(campaign.interval_s, campaign.duration_s)}s", "--storage", target.storage,
             "--campaign", f"{campaign_id}:{number}", "--cache", campaign.cache]
     args += run_args(campaign.options)
+    if rounds is not None:
+        args += ["--campaign-round", f"{rounds}/{campaign.repeat}"]
+    elif concurrent and campaign.repeat > 1:
+        args += ["--repeat", str(campaign.repeat)]
     if campaign.storage_file:
         args += ["--storage-file", campaign.storage_file]
     if target.data_path:
@@ -177,10 +195,19 @@ def _start(campaign: Campaign, number: int, campaign_id: int, results_url: str |
                             errors="replace", process_group=0)  # signals come from the campaign alone
 
 
+def _rounds_text(campaign: Campaign, concurrent: bool) -> str:
+    """How the campaign's first line names its repeats ("" for none)."""
+    if campaign.repeat == 1:
+        return ""
+    return (f", each repeating its steps {campaign.repeat} times" if concurrent
+            else f", in {campaign.repeat} rounds")
+
+
 def _relay(proc: subprocess.Popen[str], storage: str, number: int, outcomes: dict[int, TargetOutcome],
            live: Callable[[str], None]) -> None:
-    """Each line of a run, prefixed with its storage (a campaign's run prints no table of
-    its own: the campaign shows its targets side by side at the end)."""
+    """Each line of a run, prefixed with its storage (and round, in rounds: "SSD 2/3"; a
+    campaign's run prints no table of its own: the campaign shows its targets side by side
+    at the end); its outcome kept as the ``number``-th run the campaign started."""
     last = ""
     assert proc.stdout is not None
     for line in proc.stdout:

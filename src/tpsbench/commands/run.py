@@ -26,6 +26,7 @@ from tpsbench.core.errors import TpsbenchError, signal_of
 from tpsbench.core.meta import active_run, describe_mark, note_run_ended, note_run_started, read_meta
 from tpsbench.core.parse import check_cache, check_seed, check_text
 from tpsbench.core.redact import scrub_text, secrets_of
+from tpsbench.core.repeats import check_campaign_round, check_repeat
 from tpsbench.core.session import RunContext
 from tpsbench.core.signals import Deferred
 from tpsbench.core.target import Target
@@ -77,6 +78,11 @@ class RunConfig:
     #: the campaign this run belongs to, and its target's number in it (tpsbench.commands.campaign)
     campaign: int | None = None
     campaign_target: int | None = None
+    #: a sequential campaign's round of this run and its rounds (tpsbench.core.repeats; None: not one)
+    campaign_round: int | None = None
+    campaign_rounds: int | None = None
+    #: each load is run this many times, the rounds interleaved: 1,20,1,20 (tpsbench.core.repeats)
+    repeat: int = 1
     workers: int | None = None
     #: None draws a seed, which is stored with the run so that it can be repeated
     seed: int | None = None
@@ -128,12 +134,15 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     """
     wl = get_workload(config.workload)
     trace_dir = trace_folder(config.trace_dir, config.rates, config.options)
-    paced = step_rates(config.rates, config.users, config.options)
+    repeat = check_repeat(config.repeat, len(config.users))
+    check_campaign_round(config.campaign_round, config.campaign_rounds, repeat)
+    loads = config.users * repeat  # the rounds interleave: 1,20,50,1,20,50
+    paced = step_rates(config.rates, config.users, config.options) * repeat
     steps = [LoadStep(users=u, duration_s=config.until_steady_s or config.duration_s, rampup_s=config.rampup_s,
                       least_s=config.duration_s if config.until_steady_s else None,
                       interval_s=config.interval_s, multiplex=config.multiplex, rate=rate, arrivals=config.arrivals,
                       trace_dir=trace_dir)
-             for u, rate in zip(config.users, paced)]
+             for u, rate in zip(loads, paced)]
     # everything the config alone can refuse, before anything is written
     check_steps(steps, None if config.cluster else config.workers or len(os.sched_getaffinity(0)))
     if config.seed is not None:
@@ -188,7 +197,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         store = ResultsStore(config.results_url)
         for note in memory.notes if live is not None else ():  # once nothing can refuse the run
             live(note)  # type: ignore[misc]  # not None: the loop runs only then
-        stored_config = {k: v for k, v in asdict(config).items() if k not in ("url", "results_url")}
+        stored_config = stored_form(config)
         stored_config |= {"options": ctx.options, "scale": ctx.scale, "driver_host": driver_host(),
                           "storage": facts.stored(), "cache": cache, "memory": memory.fit.stored(),
                           **({"cluster": cluster.facts()} if cluster else {})}
@@ -206,7 +215,7 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
         if endpoint is not None:
             endpoint.close()
         raise
-    users_by_step = {n: u for n, u in enumerate(config.users, start=1)} | {WARMUP_STEP: config.users[0]}
+    users_by_step = dict(enumerate(loads, start=1)) | {WARMUP_STEP: config.users[0]}
     outcome = RunOutcome(RunStatus.INTERRUPTED, [])
     status = "failed"
     kept: list[int] = []  # the steps the store holds in full
@@ -298,6 +307,13 @@ def run(config: RunConfig, live: Callable[[str], None] | None = print,
     return RunRecord(run_id, status, outcome, honesty, store)
 
 
+def stored_form(config: RunConfig) -> dict[str, Any]:
+    """The config as the run stores it: no URL (it may hold a password), and one key for
+    repeats (tpsbench.core.repeats): ``repeat``, or a sequential campaign's round keys."""
+    drop = {"url", "results_url"} | ({"repeat"} if config.campaign_rounds else {"campaign_round", "campaign_rounds"})
+    return {k: v for k, v in asdict(config).items() if k not in drop}
+
+
 def _cluster(config: RunConfig, url: str, live: Callable[[str], None] | None) -> DaskTransport | None:
     """The Dask cluster's workers, checked, when the run has one. Imported here only, so
     that tpsbench without the ``distributed`` extra never imports Dask."""
@@ -348,8 +364,9 @@ def plan_line(run_id: int, config: RunConfig, results: str) -> str:
     """What the run will do, said before it starts: its steps, their timing, about how long
     in all (each step's start takes about a second more) and where its results go."""
     each = config.rampup_s + (config.until_steady_s or config.duration_s)
-    total = len(config.users) * (each + 1.0) + warmup_total(config.warmup_s, config.rampup_s)
-    return (f"run {run_id}: {warmup_text(config.warmup_s)}{len(config.users)} step(s) of "
+    total = len(config.users) * config.repeat * (each + 1.0) + warmup_total(config.warmup_s, config.rampup_s)
+    rounds = f"{config.repeat} rounds of " if config.repeat > 1 else ""
+    return (f"run {run_id}: {warmup_text(config.warmup_s)}{rounds}{len(config.users)} step(s) of "
             f"{', '.join(map(str, config.users))} users, each "
             f"{measured_text(config.rampup_s, config.duration_s, config.until_steady_s)}, a line every "
             f"{clock(config.interval_s)}: about {clock(total)} in all; results in {results}")

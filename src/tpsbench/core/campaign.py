@@ -10,6 +10,7 @@ same time, and published the drives side by side. A campaign says that once::
     duration = "30s"
     interval = "5s"
     cache = "cold"                 # optional: warm (default), cached or cold, as run --cache
+    repeat = 3                     # optional: each target 3 times (A B C A B C one after another)
     storage_file = "pools.toml"    # optional: describes the storage names below
     [options]                      # run options the same for every target
     think = "off"                  # (tpsbench run's, by name: processes, rate, mix ...)
@@ -49,9 +50,10 @@ from tpsbench.core.parse import (
     read_toml,
 )
 from tpsbench.core.redact import safe_url
+from tpsbench.core.repeats import check_repeat
 
 TOP_KEYS = {"name", "workload", "scale", "users", "rampup", "duration", "interval", "storage_file", "seed",
-            "options", "target", "cache"}
+            "options", "target", "cache", "repeat"}
 TARGET_KEYS = {"db", "storage", "data_path"}
 
 
@@ -77,6 +79,9 @@ class Campaign:
     #: run options by name (dashes as underscores): text, or a flag's true/false
     options: dict[str, str | bool] = field(default_factory=dict)
     cache: str = "warm"
+    #: each target run this many times (tpsbench.core.repeats): one after another, in
+    #: rounds A B C A B C; all at once, each run with --repeat
+    repeat: int = 1
 
     def stored(self) -> dict[str, Any]:
         """JSON-able, with the database URLs' passwords hidden (kept with the campaign)."""
@@ -109,14 +114,15 @@ def load_campaign(path: str | Path) -> Campaign:
         chosen = {str(k).replace("-", "_"): _option_value(str(k), v) for k, v in options.items()}
         checked = [_target(n, t) for n, t in enumerate(targets, start=1)]
         _refuse_same_database(checked)
-        users = data.get("users", [1, 20, 50, 100, 300])
+        given = data.get("users", [1, 20, 50, 100, 300])
+        users = parse_users(",".join(map(str, given)) if isinstance(given, list) else str(given))
         storage_file = data.get("storage_file")
         return Campaign(
             name=check_text("its name", str(data.get("name", where.stem)), 200),
             workload=_text(data["workload"], "workload"),
             scale=parse_scale(data["scale"]),
             targets=checked,
-            users=parse_users(",".join(map(str, users)) if isinstance(users, list) else str(users)),
+            users=users,
             rampup_s=parse_duration(data.get("rampup", "30s")),
             duration_s=parse_duration(data.get("duration", "2m")),
             interval_s=parse_duration(data.get("interval", "10s")),
@@ -124,6 +130,7 @@ def load_campaign(path: str | Path) -> Campaign:
             seed=None if data.get("seed") is None else check_seed(_whole(data["seed"], "seed")),
             options=chosen,
             cache=check_cache(data.get("cache", "warm")),
+            repeat=check_repeat(data.get("repeat", 1), len(users), "repeat"),
         )
     except TpsbenchError as exc:
         raise refuse(str(exc)) from None

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from tpsbench.core.repeats import step_loads
 from tpsbench.results.live import Campaign, LivePoint
 from tpsbench.results.records import Run, RunData
 
@@ -37,9 +38,10 @@ def campaign_row(campaign: Campaign, runs: list[Run]) -> dict[str, Any]:
 
 
 def plan(run: Run) -> dict[str, Any]:
-    """The steps the run was started with: user loads and each step's length in seconds."""
+    """The steps the run was started with: each step's user load, in run order (the rounds
+    of --repeat one after another), and each step's length in seconds."""
     config = run.config
-    users = [int(u) for u in config.get("users") or []]
+    users = step_loads(config)
     rampup, duration = float(config.get("rampup_s") or 0.0), float(config.get("duration_s") or 0.0)
     return {"users": users, "rampup_s": rampup, "duration_s": duration,
             "interval_s": float(config.get("interval_s") or 0.0)}
