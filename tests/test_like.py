@@ -51,8 +51,8 @@ def runs(built_tpcc_sqlite: Path, tmp_path_factory: pytest.TempPathFactory, pg: 
     """A SQLite run with options of its own, then the same configuration on PostgreSQL by --like."""
     folder = tmp_path_factory.mktemp("like")
     results = f"sqlite:///{folder / 'results.db'}"
-    done = tpsbench("run", "tpcc", "--db", copy_of(built_tpcc_sqlite, folder), "--users", "1,2", *SHORT,
-                    "--seed", "42", "--think", "fixed:10ms", "--mix",
+    done = tpsbench("run", "tpcc", "--db", copy_of(built_tpcc_sqlite, folder), "--users", "1,2", "--repeat", "2",
+                    *SHORT, "--seed", "42", "--think", "fixed:10ms", "--mix",
                     "new_order=50,payment=40,order_status=4,delivery=3,stock_level=3", "--processes", "1",
                     "--storage", "local file", "--results", results, cwd=folder)
     assert done.returncode == 0, done.stderr
@@ -67,7 +67,7 @@ def runs(built_tpcc_sqlite: Path, tmp_path_factory: pytest.TempPathFactory, pg: 
 def test_like_repeats_the_stored_configuration_on_another_database(runs: tuple[Path, str, int, int]) -> None:
     _, results, first, second = runs
     original, repeated = run_config(results, first), run_config(results, second)
-    assert original["options"]["mix"] and original["seed"] == 42  # type: ignore[index]  # options: a dict
+    assert original["options"]["mix"] and original["seed"] == 42 and original["repeat"] == 2  # type: ignore[index]  # options: a dict
     assert repeated == original
     store = ResultsStore(results, create=False)
     assert store.load_run(second).run.db_url.startswith("postgresql")  # type: ignore[union-attr]  # stored
@@ -118,10 +118,10 @@ def test_like_refuses_an_unknown_run_or_a_word_in_one_line(runs: tuple[Path, str
 
 def test_the_arguments_of_a_configuration() -> None:
     config = {"workload": "sysbench", "users": [4, 8], "rampup_s": 1.5, "duration_s": 60.0, "interval_s": 5.0,
-              "warmup_s": 0.0, "until_steady_s": None, "workers": None, "seed": None, "multiplex": False,
+              "warmup_s": 0.0, "until_steady_s": None, "repeat": 2, "workers": None, "seed": None, "multiplex": False,
               "options": {"mode": "oltp_read_only", "think": "off", "tables": "None"}, "rates": [100.0, 200.0],
               "arrivals": "fixed", "cache": "warm", "build_scale": None}
     assert like_arguments(config, seed=9) == [
         "sysbench", "--users", "4,8", "--rampup", "1.5s", "--duration", "60.0s", "--interval", "5.0s",
-        "--warmup", "0.0s", "--seed", "9", "--mode", "oltp_read_only", "--think", "off", "--no-multiplex",
-        "--rate", "100.0,200.0", "--arrivals", "fixed", "--cache", "warm"]
+        "--warmup", "0.0s", "--repeat", "2", "--seed", "9", "--mode", "oltp_read_only", "--think", "off",
+        "--no-multiplex", "--rate", "100.0,200.0", "--arrivals", "fixed", "--cache", "warm"]

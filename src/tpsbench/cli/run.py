@@ -356,7 +356,7 @@ def run() -> None:
     \b
     --like RUN (first, in place of WORKLOAD) repeats a stored run's configuration: its
     workload, scale (a database without a build is built at it; one of another scale is
-    refused), users, rampup, duration, interval, warm-up, until-steady, processes, seed,
+    refused), users, rampup, duration, interval, warm-up, until-steady, repeat, processes, seed,
     the workload's options (mix, client path ...), waits, rates, multiplexing and cache,
     read from --results; options given beside it override them. The database, storage
     label and file, cluster, trace folder, metrics endpoint, --force and notes are not

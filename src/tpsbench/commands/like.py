@@ -8,9 +8,10 @@ stored configuration again; options given beside ``--like`` come after them and 
 
 What is not carried, since it belongs to the place and not to the load: the database
 (``--db``), the storage label, file and data path (the storage under test is the new
-one's), the Dask cluster, the trace folder, the metrics endpoint, ``--force`` and the
-notes. The scale is the stored one: a database built at another scale is refused in one
-line, and one with no build is built at it.
+one's), the Dask cluster, the trace folder, the metrics endpoint, ``--force``, the notes,
+and a campaign's id and round (the new run is of no campaign). The scale is the stored
+one: a database built at another scale is refused in one line, and one with no build is
+built at it.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def like_arguments(config: Mapping[str, Any], seed: int | None = None) -> list[s
     args += [arg for key, flag in DURATIONS if config.get(key) is not None for arg in (flag, _seconds(config[key]))]
     if config.get("until_steady_s") is not None:
         args += ["--until-steady", _seconds(config["until_steady_s"])]
+    if int(config.get("repeat") or 1) != 1:
+        args += ["--repeat", str(int(config["repeat"]))]
     if config.get("workers") is not None:
         args += ["--processes", str(int(config["workers"]))]
     chosen = config.get("seed") if config.get("seed") is not None else seed
