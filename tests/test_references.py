@@ -49,6 +49,7 @@ def test_a_csv_reference_and_a_toml_one_beside_each_other_in_every_format(tmp_pa
     assert "| H810 [published] | TPS |  |  | 119.9 |" in out and "|  | IOPS |  |  | 14829 |" in out
     assert "| RAID 8x SSHD (one configuration) [published] | TPS |  |  |  |" in out  # latency only, as published
     assert "[published] reference 'csv' (H800, H810): published, not measured here; source: a review" in out
+    assert "note: 10K SAS RAID 10 pool: peak 1,267 TPS (thread count not published)" in out  # the TOML's note
     code, out, err = tps("report", "--reference", "csv", "--format", "html", "--results", results, cwd=tmp_path)
     assert code == 0 and "H810 [published]" in out and "not measured here" in out, err
     code, _, err = tps("report", "--reference", "csv", "--format", "json", "--results", results, cwd=tmp_path)

@@ -7,8 +7,9 @@ anything is stored, so that a typo is one line and never a half-stored table.
 CSV: a header naming ``label``, ``users``, ``tps``, ``response_s`` and ``source``
 (``iops`` and ``workload`` optional), one row per configuration and user load; an empty
 figure is one the table did not publish; an empty source repeats the row above's.
-TOML: ``source`` (and optionally ``workload``, ``note``) at the top, then ``[[row]]``
-tables with the same keys (a row's own ``source`` overrides the top one).
+TOML: ``source`` (and optionally ``workload``, and a ``note`` kept after the source) at
+the top, then ``[[row]]`` tables with the same keys (a row's own ``source`` overrides the
+top one).
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ def _from_toml(path: Path) -> list[ReferenceRow]:
     if not isinstance(table, list) or not all(isinstance(r, dict) for r in table):
         raise TpsbenchError(f"{path}: no [[row]] tables: each published figure is a [[row]]")
     source, workload = str(doc.get("source") or "").strip(), str(doc.get("workload") or "").strip()
+    if source and str(doc.get("note") or "").strip():  # kept with the source, which every report shows
+        source = f"{source}; note: {str(doc['note']).strip()}"
     return [_row(f"{path} row {i}", r, source, workload) for i, r in enumerate(table, start=1)]
 
 
