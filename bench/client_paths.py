@@ -5,7 +5,7 @@ Why: ``--client fast`` means the path that costs the server least with the drive
 machine of its own (issue 20). bench/vs_sysbench.py measures that for sysbench's
 statements; TPC-C sends stored-procedure calls, where the server's work is the
 procedure's and the statement's parse is a small part of it, while the prepared path
-reads every answer through Python (targets/mysqlrows.py) instead of mysqlclient's C. This
+reads every answer through Python (targets/mysql/prepared_rows.py) instead of mysqlclient's C. This
 measures both paths on the same database, the order rotating every round, with TPC-C's
 procedures (``--procedures on``, the default) and without (each statement sent by the
 driver), so that the default can follow the figures.
@@ -26,7 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from cpu_meter import SplitCores, WindowMeter, cpu_text, describe_split, parse_cpus  # type: ignore[import-not-found]
+from cpu_meter import WindowMeter  # type: ignore[import-not-found]
+from split_cores import SplitCores, cpu_text, describe_split, parse_cpus  # type: ignore[import-not-found]
 from servers import add_url_options, database  # type: ignore[import-not-found]
 
 from tpsbench.commands.build import build

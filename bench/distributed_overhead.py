@@ -21,7 +21,7 @@ intervals), per part of the driver:
 
 - ``coordinator``: this process (the run's coordinator: merging, live line, store, observers);
 - ``workers``: the tpsbench worker processes that host the users (this process's children
-  locally; on Dask the processes the Dask workers' tasks start, tpsbench.engine.dask_worker);
+  locally; on Dask the processes the Dask workers' tasks start, tpsbench.engine.dask.worker);
 - ``dask``: the Dask worker processes and their nanny (event loops, heartbeats, the
   long-running tasks waiting), and ``scheduler``, the ``dask scheduler`` process; both
   left out of a local run (the cluster idles beside it).
@@ -96,7 +96,7 @@ def part_of(pid: int, stats: dict[int, Any], coordinator: int, roots: dict[str, 
     if top == roots["scheduler"]:
         return "scheduler"
     line = cmdline(pid)
-    if "tpsbench.engine.dask_worker" in line:
+    if "tpsbench.engine.dask.worker" in line:
         return "workers"
     if top == roots["dask"]:
         return "dask"

@@ -7,7 +7,7 @@ builds before every run), 30 s ramp-up and
 60 s steady state through :func:`tpsbench.run`. Checked and printed:
 
 - the server's view: the client backends of the database, counted from /proc every
-  0.5 s by bench/engine_tpcc.py's monitor (bench/cpu_monitor.py); every sample inside
+  0.5 s by bench/engine_tpcc.py's monitor (bench/cpu_meter); every sample inside
   the steady window must see all 300;
 - the driver's view, user by user: every session counts its commits in an array shared
   with this process (a TpccWorkload subclass that only adds the count, which the run

@@ -8,7 +8,7 @@ seconds per 1,000 committed transactions and the driver's share of the CPU that 
 and database together used during the steady state.
 
 How CPU is counted: from /proc, sampled every 0.25 s by a separate monitor process that
-is not counted (bench/cpu_monitor.py, which says which processes and threads count as
+is not counted (bench/cpu_meter, which says which processes and threads count as
 the driver, as this run's database ("ours") and as the server's background), then
 interpolated at the first and last second of the steady window, which the run's own
 steady intervals give.
@@ -36,7 +36,7 @@ prepared statements (pg_prepared_statements of a session after 300 transactions)
 
 bench/engine_tpcc_revs.py runs this script against older revisions' packages too, so it
 imports the package under test through a compatibility shim (below), and measures with
-this checkout's bench/cpu_monitor.py whatever the revision.
+this checkout's bench/cpu_meter whatever the revision.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cpu_monitor import SAMPLE_S, Monitor, Window  # type: ignore[import-not-found]
+from cpu_meter import SAMPLE_S, Monitor, Window  # type: ignore[import-not-found]
 from servers import (  # type: ignore[import-not-found]
     add_url_options,
     database,

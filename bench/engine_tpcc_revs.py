@@ -8,7 +8,7 @@ so the per-round difference shows what the change did and the spread shows the n
 Each revision's package (``git archive`` of its src, and of the schemas and
 scale_factors folders that revisions before the layered layout read from the top of
 their tree: bench/revisions.py; ``work`` is the working tree) runs under this checkout's
-bench/engine_tpcc.py and bench/cpu_monitor.py, so only the code measured differs.
+bench/engine_tpcc.py and bench/cpu_meter, so only the code measured differs.
 Printed per round and revision: the driver's CPU per 1,000 transactions and its share
 against our backends; then each revision's range and its driver CPU as a ratio of the
 first revision's, round by round and over all rounds (their sums' ratio). The server's URL (--pg-url / --mysql-url, default

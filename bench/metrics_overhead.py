@@ -1,7 +1,7 @@
 """Does serving --metrics-addr, scraped every second, cost the driver CPU?
 
 TPC-C on PostgreSQL through bench/engine_tpcc.py's run_one (8 users, no think time, a
-fresh 2-warehouse build per run, bench/cpu_monitor.py counting the driver's processes),
+fresh 2-warehouse build per run, bench/cpu_meter counting the driver's processes),
 run alternately without and with ``--metrics-addr``, the latter scraped every second by
 a real Prometheus (Debian's package, its own process: not counted as the driver). The
 endpoint renders each interval once (``--interval``, default 10 s as runs have it; 1 s

@@ -1,8 +1,7 @@
 """Another revision's package, for the benchmarks that measure revisions side by side.
 
-bench/engine_tpcc_revs.py, bench/client_callgrind.py and
-bench/experiments/sysbench_client_cost.py run this checkout's measuring code against the
-package of each revision they are given, put first on PYTHONPATH.
+bench/engine_tpcc_revs.py and bench/client_callgrind.py run this checkout's measuring
+code against the package of each revision they are given, put first on PYTHONPATH.
 """
 
 from __future__ import annotations

@@ -57,7 +57,8 @@ from urllib.parse import unquote, urlsplit
 
 import psycopg
 import pymysql
-from cpu_meter import Meter, SplitCores, WindowMeter, cpu_text, describe_split, parse_cpus  # type: ignore[import-not-found]
+from cpu_meter import Meter, WindowMeter  # type: ignore[import-not-found]
+from split_cores import SplitCores, cpu_text, describe_split, parse_cpus  # type: ignore[import-not-found]
 from revisions import source_tree  # type: ignore[import-not-found]
 from settle import settle  # type: ignore[import-not-found]
 from servers import add_url_options, database, mysql_args, pg_conninfo, urls  # type: ignore[import-not-found]

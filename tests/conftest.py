@@ -260,7 +260,7 @@ def _stream_like(original: Any) -> io.TextIOWrapper:
 
 
 def _captured(stream: io.TextIOWrapper) -> str:
-    return stream.buffer.getvalue().decode(stream.encoding, errors="replace")  # type: ignore[attr-defined]
+    return stream.buffer.getvalue().decode(stream.encoding, errors="replace")  # type: ignore[attr-defined]  # the stream is a TextIOWrapper over a BytesIO, whose getvalue its buffer type hides
 
 
 @contextlib.contextmanager

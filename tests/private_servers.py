@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from conftest import unavailable
@@ -97,11 +97,11 @@ class PrivateMariadb:
         self.stop()
 
 
-def _answering(connect: object, timeout: float = 60.0) -> None:
+def _answering(connect: Callable[[], object], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            connect()  # type: ignore[operator]
+            connect()
             return
         except Exception:  # still starting
             if time.monotonic() > deadline:

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pymysql
@@ -41,11 +41,11 @@ def _root(what: str) -> None:
         unavailable(what, "needs root (restarts a server, drops the page cache)")
 
 
-def _wait_answers(connect: object, what: str, seconds: float = 60.0) -> None:
+def _wait_answers(connect: Callable[[], object], what: str, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while True:
         try:
-            connect()  # type: ignore[operator]
+            connect()
             return
         except Exception as exc:  # not up yet
             if time.monotonic() > deadline:
@@ -119,7 +119,7 @@ def _stop_mariadb(pid_file: Path) -> None:
 def _run(url: str, results: str, cache: str, lines: list[str] | None = None, users: list[int] | None = None
          ) -> RunRecord:
     config = RunConfig(workload="sysbench", url=url, results_url=results, cache=cache, seed=1,
-                       **{**STEP, **({"users": users} if users else {})})  # type: ignore[arg-type]
+                       **{**STEP, **({"users": users} if users else {})})  # type: ignore[arg-type]  # STEP's values are RunConfig's step fields, each of its own type (the dict is typed by their union)
     return run(config, live=(lines.append if lines is not None else None))
 
 

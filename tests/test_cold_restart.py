@@ -77,7 +77,7 @@ def test_a_restart_that_leaves_the_server_down_ends_the_run(cluster: tuple[Priva
     first step's restart is done: the second step's restart then leaves the server down."""
     server, url = cluster
     with psycopg.connect(f"host=127.0.0.1 port={server.port} user=postgres dbname=postgres") as conn:
-        folder = conn.execute("SHOW data_directory").fetchone()[0]  # type: ignore[index]
+        folder = conn.execute("SHOW data_directory").fetchone()[0]  # type: ignore[index]  # SHOW always answers one row
     auto_conf = Path(str(folder)) / "postgresql.auto.conf"
     kept = auto_conf.read_text()
     results = f"sqlite:///{tmp_path / 'r.db'}"

@@ -30,7 +30,7 @@ from unittest import mock
 import conftest
 import numpy as np
 import pytest
-from scipy import stats  # type: ignore[import-untyped]
+from scipy import stats
 
 import tpsbench
 from tpsbench.core.session import RunContext

@@ -38,8 +38,8 @@ from tpsbench import __version__
 from tpsbench.commands.build import build
 from tpsbench.commands.run import RunConfig, RunRecord, run
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.engine.dask_cluster import connect, local_only, offset_of
-from tpsbench.engine.dask_transport import DaskTransport, Place, _Slot
+from tpsbench.engine.dask.cluster import connect, local_only, offset_of
+from tpsbench.engine.dask.transport import DaskTransport, Place, _Slot
 from tpsbench.engine.protocol import WorkerLost, WorkerStep
 from tpsbench.measure.histogram import merged
 from tpsbench.measure.host_cpu import on_worker_host, worker_hosts
@@ -293,7 +293,7 @@ def test_the_transport_applies_the_clock_offset_keeps_order_and_says_a_loss_last
         while not any(isinstance(m, WorkerLost) for _, m in got) and time.monotonic() < deadline:
             got += transport.receive(0.5)
         *reports, lost = got
-        assert [(r.interval, r.t_start, r.t_end) for _, r in reports] == [  # type: ignore[attr-defined]
+        assert [(r.interval, r.t_start, r.t_end) for _, r in reports] == [  # type: ignore[attr-defined]  # all but the last message are IntervalReports; receive() types them object
             (0, 1000.0, 1000.5), (1, 1001.0, 1001.5), (2, 1002.0, 1002.5)]  # in our clock, in order
         assert lost == (0, WorkerLost(0, "worker 0 (pid 4242 on client2, Dask worker tcp://10.0.0.7:40211) lost "
                                          "its connection: the worker process or its Dask worker ended, or its host "

@@ -155,7 +155,7 @@ def test_a_reconnect_queues_the_requests_of_the_transactions_it_drops(clock: Clo
         dealt += 1
         return deal()
 
-    terminal.next_transaction = counted  # type: ignore[method-assign]
+    terminal.next_transaction = counted  # type: ignore[method-assign]  # this one terminal's draws counted by wrapping its method
     shared_thread(terminal, clock, 400, False, reconnect_every=23)
     terminal.rebind(terminal.conn)  # and once more at the end: nothing dealt is left waiting
     assert not terminal._waiting and dealt > 400

@@ -32,7 +32,7 @@ class Waiting(Session):
 
 
 def draws(options: dict[str, str], which: str = "think", user: int = 0) -> np.ndarray:
-    session = Waiting(RunContext("x", "sqlite://", 1, 42, options=options), user, 1, None, None)  # type: ignore[arg-type]
+    session = Waiting(RunContext("x", "sqlite://", 1, 42, options=options), user, 1, None, None)  # type: ignore[arg-type]  # no connection nor target: drawing the waits touches neither
     draw = session.think_time if which == "think" else session.keying_time
     return np.array([draw("t") for _ in range(DRAWS)])
 
@@ -120,7 +120,7 @@ def test_interarrival_paces_each_user(tpcc_db: str, tmp_path: Path) -> None:
     pacing = data.readings(1)[PACING]
     assert pacing["offered_per_s"] == pytest.approx(50.0, rel=0.05)  # 2 users, one each every 40 ms
     assert pacing["achieved_per_s"] == pytest.approx(pacing["offered_per_s"], rel=0.05)
-    assert "service_time" in data.steps[0].summary.timings  # type: ignore[union-attr]
+    assert "service_time" in data.steps[0].summary.timings
 
 
 def test_waits_that_fight_each_other_are_refused(tpcc_db: str, tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def test_the_local_servers_top_process_is_found(url: str, request: pytest.Fixtur
     assert pid is not None
     # the process listening on the server's port is its top one (postmaster, mariadbd)
     assert pid == listening_pid(target.url.port or target.default_port)
-    assert read_stat(f"/proc/{pid}/stat").comm in target.server_commands  # type: ignore[union-attr]
+    assert read_stat(f"/proc/{pid}/stat").comm in target.server_commands  # type: ignore[union-attr]  # the server's process is alive: read_stat is None only for one that is gone
     observer = HostCpu(server_pid=pid)
     observer.step_started(1, 1)
     conn = target.connect()

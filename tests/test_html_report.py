@@ -143,7 +143,7 @@ def _stub_usl(monkeypatch: pytest.MonkeyPatch, fit_usl: Callable[..., Any] | Non
     module = None
     if fit_usl is not None:
         module = types.ModuleType("tpsbench.report.usl")
-        module.fit_usl = fit_usl  # type: ignore[attr-defined]
+        module.fit_usl = fit_usl  # type: ignore[attr-defined]  # a module made here to stand in for report.usl: mypy sees a bare ModuleType
     monkeypatch.setitem(sys.modules, "tpsbench.report.usl", module)
 
 
@@ -170,7 +170,7 @@ def test_the_usl_fit_is_drawn_with_its_parameters(recorded: Recorded, monkeypatc
 
     _stub_usl(monkeypatch, fit_usl)
     page = to_html(recorded.runs)
-    assert seen == [(USERS, [s.summary.tps for s in data.steps]) for data in recorded.runs]  # type: ignore[union-attr]
+    assert seen == [(USERS, [s.summary.tps for s in data.steps]) for data in recorded.runs]  # type: ignore[union-attr]  # every step of a completed run has its summary
     assert "usl" in chart_keys(page)
     for cell in ["0.0321", "0.00456", "0.987", "14", "4321.5", "only 5 loads &lt;few&gt;"]:
         assert f"<td>{cell}</td>" in page
@@ -246,7 +246,7 @@ def _pixels(png: bytes, box: dict[str, float]) -> tuple[float, float, int, set[t
 
     image = Image.open(BytesIO(png)).convert("RGB")
     crop = image.crop((int(box["x"]), int(box["y"]), int(box["x"] + box["width"]), int(box["y"] + box["height"])))
-    colours: list[tuple[int, tuple[int, int, int]]] = crop.getcolors(maxcolors=1 << 20) or []  # type: ignore[assignment]
+    colours: list[tuple[int, tuple[int, int, int]]] = crop.getcolors(maxcolors=1 << 20) or []  # type: ignore[assignment]  # Pillow types getcolors() for every mode; an RGB image's pixels are 3-tuples
     total = crop.width * crop.height
     white = sum(n for n, c in colours if min(c) >= 250)
     coloured = sum(n for n, c in colours if max(c) - min(c) > 60)

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -36,15 +37,15 @@ from tpsbench.results.store import ResultsStore
 USERS = 2
 
 
-def conninfo(url: str) -> dict[str, object]:
+def conninfo(url: str) -> dict[str, Any]:
     parsed = make_url(url)
     return {"host": parsed.host, "port": parsed.port or 5432, "user": parsed.username, "dbname": parsed.database,
             "password": parsed.password}
 
 
 def rows(url: str) -> int:
-    with psycopg.connect(**conninfo(url), autocommit=True) as conn:  # type: ignore[arg-type]
-        return int(conn.execute("SELECT count(*) FROM sbtest1").fetchone()[0])  # type: ignore[index]
+    with psycopg.connect(**conninfo(url), autocommit=True) as conn:
+        return int(conn.execute("SELECT count(*) FROM sbtest1").fetchone()[0])  # type: ignore[index]  # count(*) always answers one row
 
 
 def start_run(url: str, folder: Path, duration: str, processes: str, multiplex: str,
@@ -89,9 +90,9 @@ def rest(proc: subprocess.Popen[str]) -> tuple[str, str]:
 def settle(url: str) -> None:
     """Until no other session is left on the database: the orphaned INSERTs have committed."""
     deadline = time.monotonic() + 30
-    with psycopg.connect(**conninfo(url), autocommit=True) as conn:  # type: ignore[arg-type]
+    with psycopg.connect(**conninfo(url), autocommit=True) as conn:
         while conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                           " AND pid <> pg_backend_pid() AND backend_type = 'client backend'").fetchone()[0]:  # type: ignore[index]
+                           " AND pid <> pg_backend_pid() AND backend_type = 'client backend'").fetchone()[0]:  # type: ignore[index]  # count(*) always answers one row
             assert time.monotonic() < deadline, "sessions left on the database"
             time.sleep(0.1)
 
@@ -101,7 +102,7 @@ def test_users_stuck_past_the_step_end_are_given_up_on_in_time_and_counted_in_do
         pg_url: str, tmp_path: Path, multiplex: str) -> None:
     results, first, proc = start_run(pg_url, tmp_path, "4s", "1", multiplex)
     assert proc.stderr is not None
-    with psycopg.connect(**conninfo(pg_url)) as holder:  # type: ignore[arg-type]
+    with psycopg.connect(**conninfo(pg_url)) as holder:
         said = steady(proc)
         holder.execute("LOCK TABLE sbtest1 IN SHARE MODE")  # every INSERT now waits for it, well before the end
         locked = time.monotonic()
@@ -157,7 +158,7 @@ def test_a_worker_lost_before_its_last_report_fails_the_check_saying_why(pg_url:
     # the difference is the database's own: it changed by more than the driver counted
     assert rows(pg_url) - first == honesty["actual"][counter] > honesty["expected"][counter], honesty
     line = next(line for line in text.splitlines() if line.startswith("HONESTY CHECK FAILED"))
-    worker = re.search(rf"(worker \d+ \(pid {victim}\)) was killed", text).group(1)  # type: ignore[union-attr]
+    worker = re.search(rf"(worker \d+ \(pid {victim}\)) was killed", text).group(1)  # type: ignore[union-attr]  # the run says which worker was killed (asserted above)
     assert line == (f"HONESTY CHECK FAILED: the database changed by {honesty['actual']} but the driver counted "
                     f"{honesty['expected']}; the driver's count lacks what 1 worker(s) committed after their last"
                     f" report ({worker} was killed by signal 9 during step 1)"), line
@@ -168,20 +169,20 @@ def test_a_user_given_up_on_counts_nothing_more_when_its_transaction_then_fails(
     backend terminated while the next step runs) adds no second in-doubt, retry or error."""
     results, _, proc = start_run(pg_url, tmp_path, "4s", "1", "--no-multiplex", users=f"{USERS},{USERS}")
     assert proc.stderr is not None
-    with psycopg.connect(**conninfo(pg_url)) as holder:  # type: ignore[arg-type]
+    with psycopg.connect(**conninfo(pg_url)) as holder:
         said = steady(proc)
         holder.execute("LOCK TABLE sbtest1 IN SHARE MODE")
         stuck: list[int] = []
         deadline = time.monotonic() + 10
         while len(stuck) < USERS:  # the users' backends, each waiting on the lock
             assert time.monotonic() < deadline, "the users never waited on the lock"
-            with psycopg.connect(**conninfo(pg_url), autocommit=True) as look:  # type: ignore[arg-type]
+            with psycopg.connect(**conninfo(pg_url), autocommit=True) as look:
                 stuck = [r[0] for r in look.execute("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
                                                     " AND datname = current_database()")]
         while "did not stop within" not in said[-1]:
             said.append(proc.stderr.readline())
             assert said[-1], "".join(said)
-        with psycopg.connect(**conninfo(pg_url), autocommit=True) as killer:  # type: ignore[arg-type]
+        with psycopg.connect(**conninfo(pg_url), autocommit=True) as killer:
             for pid in stuck:
                 killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
         holder.rollback()

@@ -84,7 +84,7 @@ def test_bad_calls_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown transaction"):
         rec.record("neworder", 5, True)
     with pytest.raises(ValueError, match="bool"):
-        rec.record("payment", 5, None)  # type: ignore[arg-type]
+        rec.record("payment", 5, None)  # type: ignore[arg-type]  # a wrong type on purpose: what the recorder does with it is tested
     with pytest.raises(ValueError, match="kind"):
         rec.add("payment", "deadlocks")
     with pytest.raises(ValueError, match="unknown transaction"):
@@ -92,8 +92,8 @@ def test_bad_calls_are_refused() -> None:
     with pytest.raises(ValueError):
         IntervalRecorder([])
     # a latency that is no number is not caught on the hot path, but take() still works
-    rec.record("payment", "12", True)  # type: ignore[arg-type]
-    rec.record("payment", None, True)  # type: ignore[arg-type]
+    rec.record("payment", "12", True)  # type: ignore[arg-type]  # a wrong type on purpose: what the recorder does with it is tested
+    rec.record("payment", None, True)  # type: ignore[arg-type]  # a wrong type on purpose: what the recorder does with it is tested
     rec.record("payment", 7, True)
     h = rec.take(1, 0, 0.0, 1.0).txns["payment"].decoded()
     assert (h.count(), h.clipped, h.min()) == (3, 1, 7.0)

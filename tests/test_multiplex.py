@@ -23,7 +23,7 @@ from tpsbench.engine.multiplex import DRAW_AHEAD, Multiplexer
 from tpsbench.measure.recorder import IntervalRecorder
 from tpsbench.measure.reports import IntervalReport
 from tpsbench.targets import open_target
-from tpsbench.targets.mysqlprepared import PreparedCursor
+from tpsbench.targets.mysql.prepared import PreparedCursor
 from tpsbench.workloads.tpcc import USERS_PER_WORKER, TpccWorkload
 from tpsbench.workloads.tpcc.checks import CHECKS
 from tpsbench.workloads.tpcc.counts import database_counts, expected_counts
@@ -71,7 +71,7 @@ class Hosting:
         for session in self.sessions:
             assert Multiplexer.can_host(session)
             if think_s is not None:  # short, fixed keying and think times instead of the spec's seconds
-                session.keying_time = session.think_time = lambda name, s=think_s: s  # type: ignore[method-assign]
+                session.keying_time = session.think_time = lambda name, s=think_s: s  # type: ignore[method-assign,misc]  # fixed waits on this session instance; s pins think_s for the lambda
         #: what each user's host() returned: None at the step's end, else the transaction it lost its connection in
         self.returned: dict[int, str | None] = {}
         #: what host() raised instead, by user
@@ -195,7 +195,7 @@ def test_a_session_bug_ends_the_shared_thread_and_each_hosted_user_says_so(serve
     def broken(name: str) -> object:
         raise ZeroDivisionError("a bug in inputs()")
 
-    hosting.sessions[1].inputs = broken  # type: ignore[method-assign]
+    hosting.sessions[1].inputs = broken  # type: ignore[method-assign]  # a broken inputs() on this one session instance
     with hosting:
         for thread in hosting.threads:
             thread.join(10)
@@ -292,7 +292,7 @@ def test_the_shared_thread_sleeps_until_rung_and_ends_at_once_when_stopped() -> 
     """With no timer due it sleeps without a timeout: the stop is heard through wake(),
     not by polling, and a thread that never hosted anyone still ends at once."""
     stop = threading.Event()
-    mux = Multiplexer(None, IntervalRecorder(TRANSACTIONS), stop, think=False)  # type: ignore[arg-type]
+    mux = Multiplexer(None, IntervalRecorder(TRANSACTIONS), stop, think=False)  # type: ignore[arg-type]  # no target: this multiplexer never hosts a user
     mux.start()
     time.sleep(0.3)
     assert mux.thread.is_alive()  # nothing to do, nothing due: still asleep

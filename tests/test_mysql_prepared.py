@@ -1,4 +1,4 @@
-"""MySQL/MariaDB's prepared-statement path (targets/libmariadb.py, targets/mysqlprepared.py)
+"""MySQL/MariaDB's prepared-statement path (targets/mysql/libmariadb.py, targets/mysql/prepared.py)
 on the real MariaDB: the same Python values as the text path, parameters of every type
 the workloads bind, a CALL's results in turn, sending without waiting, statements the
 server will not prepare going as text, errors sorted as the text path's are, and
@@ -19,9 +19,10 @@ from conftest import unavailable
 from tpsbench.core.cursor import READ, WRITE
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.target import Target
-from tpsbench.targets import libmariadb, open_target
-from tpsbench.targets.mysqlclient import MysqlclientCursor
-from tpsbench.targets.mysqlprepared import PreparedCountingCursor, PreparedCursor
+from tpsbench.targets import open_target
+from tpsbench.targets.mysql import libmariadb
+from tpsbench.targets.mysql.mysqlclient import MysqlclientCursor
+from tpsbench.targets.mysql.prepared import PreparedCountingCursor, PreparedCursor
 
 pytestmark = pytest.mark.mysql
 
@@ -196,7 +197,7 @@ def test_errors_are_sorted_as_the_text_paths(target: Target, conn: Any) -> None:
     cur.execute("INSERT INTO tp (a) VALUES (%s)", (1,))
     with pytest.raises(MySQLdb.IntegrityError) as dup:
         cur.execute("INSERT INTO tp (a) VALUES (%s)", (1,))
-    assert dup.value.args[0] == 1062 and dup.value.sqlstate == "23000"  # type: ignore[attr-defined]
+    assert dup.value.args[0] == 1062 and dup.value.sqlstate == "23000"
     with pytest.raises(MySQLdb.ProgrammingError):
         cur.execute("SELECT nope FROM tp WHERE a = %s", (1,))
     killer = target.connect()

@@ -18,6 +18,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -263,9 +264,9 @@ def toy_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
         tpsbench.workloads.workload_classes.cache_clear()
 
 
-def committed(record: object, name: str) -> int:
+def committed(record: Any, name: str) -> int:
     """Steady-state commits of ``name`` over every stored step of the run."""
-    data = record.store.load_run(record.run_id)  # type: ignore[attr-defined]
+    data = record.store.load_run(record.run_id)
     return sum(step.summary.txns[name].commits for step in data.steps)
 
 

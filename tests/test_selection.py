@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ def store(tmp_path: Path) -> ResultsStore:
     return store
 
 
-def ids(runs: list) -> list[int]:  # type: ignore[type-arg]
+def ids(runs: list[Any]) -> list[int]:
     return [r.run.id for r in runs]
 
 
@@ -42,7 +43,7 @@ def test_ids_campaigns_and_labels_choose_runs(store: ResultsStore) -> None:
     ({"campaign": 7}, "has no runs of campaign 7"),
     ({"labels": ["SSD"], "workload": "sysbench"}, "labels with one: none"),
 ])
-def test_each_mistake_is_one_line(store: ResultsStore, kwargs: dict, needle: str) -> None:  # type: ignore[type-arg]
+def test_each_mistake_is_one_line(store: ResultsStore, kwargs: dict[str, Any], needle: str) -> None:
     with pytest.raises(TpsbenchError) as caught:
         select_runs(store, **kwargs)
     assert needle in str(caught.value) and "\n" not in str(caught.value)

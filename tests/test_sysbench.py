@@ -29,7 +29,8 @@ from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.schema import split_ddl
 from tpsbench.core.session import RunContext
 from tpsbench.core.workload import LoadParams, LoadTask
-from tpsbench.targets import libmariadb, open_target
+from tpsbench.targets import open_target
+from tpsbench.targets.mysql import libmariadb
 from tpsbench.workloads import get_workload
 from tpsbench.workloads.sysbench import SysbenchWorkload
 from tpsbench.workloads.sysbench.common import TEMPLATES, sql_set, table_ddl
@@ -66,7 +67,7 @@ def prepare(url: str, tables: int, table_size: int, *, seed: int = 0, **kwargs: 
 def need_sysbench() -> str:
     if SYSBENCH is None:
         unavailable("sysbench (apt-get install sysbench)")
-    return SYSBENCH  # type: ignore[return-value]
+    return SYSBENCH
 
 
 # -- scratch databases named tpsb_sb_* ------------------------------------------------------------

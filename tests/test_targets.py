@@ -27,11 +27,11 @@ from sqlalchemy.engine import make_url
 from tpsbench.core.batch import Batch
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.target import Target, error_codes, error_message
-from tpsbench.targets import mysql as mysql_module
 from tpsbench.targets import open_target
 from tpsbench.targets.mssql import MssqlTarget
-from tpsbench.targets.mysql import MysqlTarget
-from tpsbench.targets.mysqlinsert import insert_statements
+from tpsbench.targets.mysql import target as mysql_module
+from tpsbench.targets.mysql.insert import insert_statements
+from tpsbench.targets.mysql.target import MysqlTarget
 from tpsbench.targets.odbc import OdbcTarget, parse_connection_string
 from tpsbench.targets.rows import LazyRows
 

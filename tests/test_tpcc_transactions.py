@@ -158,7 +158,7 @@ def money(value: object) -> Decimal:
     """An exact Decimal; SQLite's doubles (sums may carry 1e-12 noise) to 4 places first."""
     if isinstance(value, float):
         return Decimal(repr(value)).quantize(Decimal("0.0001"))
-    return Decimal(value)  # type: ignore[arg-type]
+    return Decimal(value)  # type: ignore[arg-type]  # a column's value (int, str or Decimal here), typed object
 
 
 # -- New-Order ---------------------------------------------------------------------------

@@ -53,7 +53,7 @@ def world() -> Universe:
     securities = tuple(Security(s, "COMMON", f"Company {s}", CENTRE) for s in SYMBOLS)
     return Universe(customers=(Customer(1, "T1", 1, "F", "L", (1,)),), permitted={}, securities=securities,
                     brokers=("B",), sectors=("S",), industries=("I",), companies=(1, 1), trade_ids=(1, 2),
-                    trade_times=(0, 0), market_days=(0, 0), tax_ids=("N000",), exchanges=("NYSE",))  # type: ignore[arg-type]
+                    trade_times=(0, 0), market_days=(0, 0), tax_ids=("N000",), exchanges=("NYSE",))  # type: ignore[arg-type]  # ints stand in for times and days, which the market emulator never reads
 
 
 def exchange() -> MarketExchange:
@@ -83,8 +83,8 @@ def test_market_orders_are_executed_after_their_delay_earliest_first(clock: Cloc
     clock.now += mee.DELAY_MAX_S
     taken = [market.take(0) for _ in range(400)]
     assert all(w is not None and w.name == "trade_result" and w.price is None for w in taken)
-    assert [w.due for w in taken] == sorted(w.due for w in taken)  # type: ignore[union-attr]
-    assert sorted(w.trade_id for w in taken) == list(range(1, 401)) and market.take(0) is None  # type: ignore[union-attr]
+    assert [w.due for w in taken] == sorted(w.due for w in taken)  # type: ignore[union-attr]  # none is None: asserted on the line above
+    assert sorted(w.trade_id for w in taken) == list(range(1, 401)) and market.take(0) is None  # type: ignore[union-attr]  # none is None: asserted two lines above
 
 
 def test_a_limit_order_waits_for_its_price_then_pads_the_ticker_and_its_feed_triggers_it(clock: Clock) -> None:
@@ -198,14 +198,14 @@ def test_the_workload_makes_one_exchange_per_worker_and_data_maintenance_on_work
     ctx = RunContext("tpce", "sqlite://", 1000, 5, {}, {"mee_connections": "3"})
     first = wl.background(ctx, 0, 2)
     assert [type(c).__name__ for c in first] == ["MarketExecutor"] * 3 + ["Maintenance"]
-    assert len({id(c.exchange) for c in first[:3]}) == 1 and first[0].exchange is wl.exchange  # type: ignore[attr-defined]
+    assert len({id(c.exchange) for c in first[:3]}) == 1 and first[0].exchange is wl.exchange  # type: ignore[attr-defined]  # the first three are MarketExecutors (asserted above); background() is typed Background
     maintenance = first[-1]
     assert isinstance(maintenance, Maintenance) and maintenance.due <= time.monotonic()  # the first: at once
     maintenance.turn, maintenance.due = 5, time.monotonic() + 42.0
     again = wl.background(ctx, 0, 2)
     assert isinstance(again[-1], Maintenance) and again[-1] is not maintenance
     assert (again[-1].turn, again[-1].due) == (5, maintenance.due)  # the run's clock goes on
-    assert again[0].exchange is not first[0].exchange  # type: ignore[attr-defined]
+    assert again[0].exchange is not first[0].exchange  # type: ignore[attr-defined]  # MarketExecutors, as asserted above; background() is typed Background
     assert all(type(c).__name__ == "MarketExecutor" for c in wl.background(ctx, 1, 2))
     assert "exchange" not in wl.__getstate__() and "maintenance" not in wl.__getstate__()
     for bad in ("0", "x", "65"):

@@ -132,7 +132,7 @@ def both_ways(db: Db, pair: tuple[TpceSession, TpceSession], name: str, inputs: 
     if rows_then is not None:
         cur = db.conn.cursor()  # the probe's last read ended its transaction: a fresh snapshot
         try:
-            assert read(cur, db, name, touched(got)) == rows_then, name  # type: ignore[misc]
+            assert read(cur, db, name, touched(got)) == rows_then, name  # type: ignore[misc]  # touched is set: rows_then is only kept when it is
         finally:
             cur.close()
             db.conn.rollback()

@@ -89,7 +89,7 @@ def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
 
 
 def money(value: object) -> Decimal:
-    return Decimal(repr(value)).quantize(Decimal("0.01")) if isinstance(value, float) else Decimal(value)  # type: ignore[arg-type]
+    return Decimal(repr(value)).quantize(Decimal("0.01")) if isinstance(value, float) else Decimal(value)  # type: ignore[arg-type]  # a column's value (int, str or Decimal here), typed object
 
 
 def test_a_fresh_build_passes_every_check(db: Db) -> None:
@@ -222,8 +222,8 @@ def test_market_feed_sets_prices_and_triggers_the_limit_orders_it_crosses(db: Db
     entries = [("AAAABB", Decimal("29.50"), 100), ("AAAABB", Decimal("29.00"), 200)]
     entries += [(s.symbol, s.price, 100) for s in user.world.securities[:18]]
     assert market.execute("market_feed", MarketFeedInputs(entries))
-    assert buy.trade_id in {t.trade_id for t in market.last_output}  # type: ignore[union-attr]
-    assert sell.trade_id not in {t.trade_id for t in market.last_output}  # type: ignore[union-attr]
+    assert buy.trade_id in {t.trade_id for t in market.last_output}  # type: ignore[attr-defined]  # Market-Feed's output is the trades it triggered; last_output is typed object
+    assert sell.trade_id not in {t.trade_id for t in market.last_output}  # type: ignore[attr-defined]  # Market-Feed's output is the trades it triggered; last_output is typed object
     assert db.one("SELECT t_st_id FROM trade WHERE t_id = ?", buy.trade_id) == ("SBMT",)
     assert {r[0] for r in db.rows("SELECT th_st_id FROM trade_history WHERE th_t_id = ?", buy.trade_id)} == {
         "PNDG", "SBMT"}
@@ -341,7 +341,7 @@ def test_trade_update_frames_change_what_they_read_and_a_second_call_undoes_it(d
 def test_data_maintenance_changes_each_of_its_tables_in_turn(db: Db) -> None:
     component = Maintenance()
     session = component.open_session(db.ctx, db.connect(), db.target, lambda name, us: None)
-    symbols = [s.symbol for s in session.world.securities]  # type: ignore[attr-defined]
+    symbols = [s.symbol for s in session.world.securities]  # type: ignore[attr-defined]  # a Maintenance session is a TPC-E session, with its world; open_session returns the base type
     watched = "SELECT wi_s_symb FROM watch_item, watch_list WHERE wi_wl_id = wl_id AND wl_c_id = ?"
     # a watch list whose middle symbol is followed by one it holds too: that one is skipped
     c_id, before = next((c, listed) for c in range(1, 200)
@@ -350,10 +350,10 @@ def test_data_maintenance_changes_each_of_its_tables_in_turn(db: Db) -> None:
     tables = []
     for _ in range(12):
         inputs = session.inputs("data_maintenance")
-        if inputs.table == "watch_item":  # type: ignore[attr-defined]
-            inputs = replace(inputs, c_id=c_id)  # type: ignore[type-var]
+        if inputs.table == "watch_item":  # type: ignore[attr-defined]  # Data-Maintenance's inputs; inputs() is typed object for every transaction
+            inputs = replace(inputs, c_id=c_id)  # type: ignore[type-var]  # Data-Maintenance's inputs are a dataclass; inputs() is typed object
         assert session.execute("data_maintenance", inputs) and session.last_output >= 1, inputs
-        tables.append(inputs.table)  # type: ignore[attr-defined]
+        tables.append(inputs.table)  # type: ignore[attr-defined]  # Data-Maintenance's inputs; inputs() is typed object for every transaction
     assert len(set(tables)) == 12 and component.turn == 12
     after = sorted(r[0].rstrip() for r in db.rows(watched, c_id))
     gone, new = set(before) - set(after), set(after) - set(before)

@@ -60,8 +60,8 @@ class ThreadTransport(Transport):
             self.outbox.put((worker, WorkerLost(worker, f"thread worker {worker} ended")))
 
         self.lost.discard(worker)
-        self.threads[worker] = threading.Thread(target=serve, daemon=True)
-        self.threads[worker].start()  # type: ignore[union-attr]
+        thread = self.threads[worker] = threading.Thread(target=serve, daemon=True)
+        thread.start()
 
     def alive(self, worker: int) -> bool:
         thread = self.threads[worker]

@@ -17,7 +17,7 @@ reaches 1.0 on point select here.
 (bench/engine_tpcc.py's database, 2 warehouses, built anew before each run), drawn by
 tpsbench's own TPC-C sessions before the clock starts (``--threads`` users, enough calls
 each for the run), then sent by the same bare epoll loop for ``--seconds``; the driver's
-CPU and share are measured by engine_tpcc's monitor (bench/cpu_monitor.py), as that
+CPU and share are measured by engine_tpcc's monitor (bench/cpu_meter), as that
 bench measures the engine's. Errors (the 1 % New-Order rollback, a deadlock) are read and dropped.
 
 Each line: sysbench's oltp_point_select and one loop, ``--seconds`` each at
@@ -215,7 +215,7 @@ def tpcc_loop(url: str, users: int, seconds: float, per_user: int, told: Any) ->
 
 def run_tpcc_floor(url: str, seconds: int, users: int) -> tuple[float, Any]:
     """One fresh build at ``url``, then the loop under engine_tpcc's monitor: (calls per second, window)."""
-    from cpu_monitor import Monitor  # type: ignore[import-not-found]
+    from cpu_meter import Monitor  # type: ignore[import-not-found]
     from engine_tpcc import rebuild  # type: ignore[import-not-found]
 
     rebuild("postgresql", url)

@@ -51,7 +51,7 @@ from tpsbench.targets import open_target
 from tpsbench.workloads import get_workload
 
 if TYPE_CHECKING:
-    from tpsbench.engine.dask_transport import DaskTransport
+    from tpsbench.engine.dask.transport import DaskTransport
 
 DEFAULT_USERS = (1, 20, 50, 100, 300)
 
@@ -101,7 +101,7 @@ class RunConfig:
     arrivals: str = "poisson"
     #: a folder where paced steps write every transaction's timestamps (None: no trace)
     trace_dir: str | None = None
-    #: the Dask scheduler whose workers host the users (tpsbench.engine.dask_cluster; None:
+    #: the Dask scheduler whose workers host the users (tpsbench.engine.dask.cluster; None:
     #: processes on this host), and the workers to use by name, address or host (empty: all)
     cluster: str | None = None
     cluster_workers: list[str] = field(default_factory=list)
@@ -319,7 +319,7 @@ def _cluster(config: RunConfig, url: str, live: Callable[[str], None] | None) ->
     that tpsbench without the ``distributed`` extra never imports Dask."""
     if not config.cluster:
         return None
-    from tpsbench.engine.dask_cluster import connect, describe
+    from tpsbench.engine.dask.cluster import connect, describe
 
     cluster = connect(config.cluster, config.cluster_workers, url)
     if live is not None:

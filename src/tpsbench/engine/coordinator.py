@@ -147,7 +147,7 @@ def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, 
     them, at most one per core, n being the workload's ``users_per_worker``. ``beside``:
     connections the caller holds through the steps besides the users' (an observer's).
     ``capacity``: how many workers there is room for by default (None: this host's
-    cores; a Dask cluster's workers, tpsbench.engine.dask_cluster). ``warmup``: a step
+    cores; a Dask cluster's workers, tpsbench.engine.dask.cluster). ``warmup``: a step
     run first as step 0, at no more users than the largest step.
     """
     check_steps([*steps, *([warmup] if warmup else [])])

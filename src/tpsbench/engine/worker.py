@@ -2,7 +2,7 @@
 
 A worker hosts many virtual users (tpsbench.engine.users), each with a thread and its
 own synchronous DB-API connection. Threads, not asyncio, by measurement
-(bench/experiments/engine_threads_vs_asyncio.py): for the same point select psycopg's sync
+(bench/experiments/results/engine_threads_vs_asyncio.txt): for the same point select psycopg's sync
 API costs the client less CPU per transaction than its asyncio API and gives more
 transactions per second in one process, and PyMySQL has no asyncio API at all. Drivers
 release the GIL while waiting on the server, so a few hundred mostly waiting users per
@@ -242,14 +242,12 @@ class Worker:
         so it is counted in doubt, which the honesty check allows for, and never recorded."""
         for uid in plan.users:
             user = self.users[uid]
-            user.thread.join(max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]  # started: every planned user has its thread
-            if user.thread.is_alive():  # type: ignore[union-attr]  # started: every planned user has its thread
+            if not thread_ended(user, deadline):
                 problems.append(f"user {uid} did not stop within {deadline - cut:.0f} s; its connection is dropped"
                                 + self.in_doubt(user))
                 del self.users[uid]
         for component, user in self.background:
-            user.thread.join(max(0.0, deadline - time.monotonic()))  # type: ignore[union-attr]  # started: every planned user has its thread
-            if user.thread.is_alive():  # type: ignore[union-attr]  # started: every planned user has its thread
+            if not thread_ended(user, deadline):
                 problems.append(f"{component.name} did not stop within {deadline - cut:.0f} s"
                                 + self.in_doubt(user))
             else:
@@ -318,3 +316,11 @@ def worker_main(index: int, link: WorkerLink, workload: Workload, ctx: RunContex
         except (OSError, EOFError):
             pass
         raise SystemExit(1) from exc
+
+
+def thread_ended(user: VirtualUser, deadline: float) -> bool:
+    """Whether ``user``'s thread ended, waited for until ``deadline`` (monotonic)."""
+    thread = user.thread
+    assert thread is not None, "every started user has its thread (Worker.start)"
+    thread.join(max(0.0, deadline - time.monotonic()))
+    return not thread.is_alive()

@@ -22,7 +22,7 @@ all 0 when no session was active):
   client, on anything else. Only the kinds the database tells apart are given
   (:attr:`Target.wait_kinds`): MariaDB and MySQL without performance_schema give no
   ``io_pct`` nor ``lwlock_pct``, and their ``cpu_pct`` holds the I/O too
-  (targets/mysqlsessions.py);
+  (targets/mysql/sessions.py);
 - ``lock_on.<table>``: the share waiting on a lock of that table (the TOP biggest);
 - ``event.<Type>:<Event>``: the share in that wait (the TOP biggest), e.g.
   ``event.IO:DataFileRead``, ``event.Lock:transactionid``.

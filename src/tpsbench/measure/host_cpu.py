@@ -29,7 +29,7 @@ Three more figures catch limits the shares of all cores hide:
   I/O before the device's accounting sees it, so a throttled device can show no util
   while the database waits: the stall shows here.
 
-Workers on other hosts (tpsbench.engine.dask_worker) read their own host with this same
+Workers on other hosts (tpsbench.engine.dask.worker) read their own host with this same
 observer and send its readings with their reports, as the observer ``host_cpu@<host>``
 (:func:`on_worker_host`), so that the store keeps every host's CPU beside the
 coordinator's ``host_cpu`` with no table of its own. Each reading names the driver's

@@ -95,7 +95,7 @@ class IntervalReport:
     arrivals: int = 0
     queue: int = 0
     #: what worker hosts read of themselves over the interval (workers on other hosts:
-    #: tpsbench.engine.dask_worker), by observer name ``host_cpu@<host>``; merged name by
+    #: tpsbench.engine.dask.worker), by observer name ``host_cpu@<host>``; merged name by
     #: name and figure by figure, so that workers sharing a host read it once
     hosts: dict[str, dict[str, float]] = field(default_factory=dict)
 

@@ -243,7 +243,7 @@ _WORKER_HOST_ROWS: list[tuple[str, str, Callable[[float], float]]] = [
 
 
 def _worker_host_rows(readings: dict[str, dict[str, dict[str, float]]]) -> list[tuple[str, list[str]]]:
-    """Each Dask worker host's CPU (tpsbench.engine.dask_worker: ``host_cpu@HOST``): how busy
+    """Each Dask worker host's CPU (tpsbench.engine.dask.worker: ``host_cpu@HOST``): how busy
     the host was and the driver's share of it, which tells whether a client machine, not
     the database, was the limit."""
     hosts = sorted({name for r in readings.values() for name in r if name.startswith(f"{HostCpu.name}@")})

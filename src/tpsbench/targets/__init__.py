@@ -1,9 +1,10 @@
-"""Database targets, one module each; :func:`open_target` picks one from a URL.
+"""Database targets, one module (or package) each; :func:`open_target` picks one from a URL.
 
-A module here that defines ``TARGET`` (a :class:`~tpsbench.core.target.Target`
+A module or package here that defines ``TARGET`` (a :class:`~tpsbench.core.target.Target`
 subclass) is found automatically, so adding a database is one module here (plus one
 DDL file per workload) and touches nothing else. Modules without ``TARGET`` are the
-targets' helpers (their fast cursors).
+targets' shared helpers; a target with helpers of its own keeps them in its package
+(``targets/mysql/``).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ from tpsbench.core.batch import Batch
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.target import Target
 from tpsbench.targets import postgresql as pg
-from tpsbench.targets.mysql import MysqlFamily
+from tpsbench.targets.mysql.target import MysqlFamily
 
 #: about how much memory one ``executemany`` parameter array may take
 PARAM_ARRAY_BYTES = 16 << 20

@@ -1,6 +1,6 @@
 """The fetch side of the targets' fast cursors: rows read whole, converted when first used.
 
-Shared by the libpq and mysqlclient cursors (targets/libpq.py, targets/mysqlclient.py).
+Shared by the libpq and mysqlclient cursors (targets/libpq.py, targets/mysql/mysqlclient.py).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ Statements go through the target's fast cursor where it has one (run option
 ``client=fast``, the default): on PostgreSQL libpq's prepared statements, each prepared
 once per connection and kept for the connection's life, BEGIN sent together with a
 transaction's first statement; on MariaDB/MySQL with mysqlclient its connection's
-server-side prepared statements (``client=prepared``, targets/mysqlprepared.py), or its
+server-side prepared statements (``client=prepared``, targets/mysql/prepared.py), or its
 ``query`` of the statement as text (``client=text``). Same statements, same transactions; about half the client CPU per
 transaction (bench/results/engine_tpcc.txt). ``client=dbapi`` uses the driver's DB-API
 cursor instead: on psycopg the connection's ``prepare_threshold`` is set to 0, which

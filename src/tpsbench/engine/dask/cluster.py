@@ -3,7 +3,7 @@
 What can go wrong with a cluster is said in one line before the run is stored, let alone
 started: a scheduler that cannot be reached, one with no workers (or none of those named
 by ``--cluster-workers``), a worker whose tpsbench is missing or of another version, a
-worker that cannot connect back to this host (tpsbench.engine.dask_transport), or cannot
+worker that cannot connect back to this host (tpsbench.engine.dask.transport), or cannot
 reach the database from its own host, a database URL that only means this host
 (127.0.0.1, localhost, a Unix socket, a SQLite file) given to a worker on another host,
 and a worker whose clock is off this host's by more than ``MAX_CLOCK_OFFSET_S``.
@@ -17,7 +17,7 @@ clock), and the run stores them with every worker's facts. Why a limit although 
 offsets are applied: a clock that far off is not kept by NTP, and one that is not kept
 drifts, and may be stepped, while the run goes on.
 
-Only this module and tpsbench.engine.dask_transport import Dask, and only tpsbench.commands.run
+Only this module and tpsbench.engine.dask.transport import Dask, and only tpsbench.commands.run
 imports them, when ``--cluster`` is given: tpsbench without the ``distributed`` extra
 never imports it.
 """
@@ -37,8 +37,8 @@ from sqlalchemy.engine import make_url
 from tpsbench import __version__
 from tpsbench.core.errors import TpsbenchError, first_line
 from tpsbench.core.redact import scrub_text
-from tpsbench.engine import dask_probe
-from tpsbench.engine.dask_transport import DaskTransport, Place
+from tpsbench.engine.dask import probe
+from tpsbench.engine.dask.transport import DaskTransport, Place
 
 #: how long connecting to the scheduler may take: a bad address ends within 10 s in all
 CONNECT_TIMEOUT_S = 6.0
@@ -82,8 +82,8 @@ def connect(address: str, names: Sequence[str], url: str, *, timeout_s: float = 
     transport = DaskTransport(client, scheduler, get_ip(get_address_host(scheduler)))
     try:
         chosen = choose(client.scheduler_info(n_workers=-1)["workers"], names, scheduler)
-        cloudpickle.register_pickle_by_value(dask_probe)  # see dask_probe: it runs where tpsbench may not
-        answers = client.run(dask_probe.probe, __version__, url, transport.callback, workers=chosen,
+        cloudpickle.register_pickle_by_value(probe)  # see probe: it runs where tpsbench may not
+        answers = client.run(probe.probe, __version__, url, transport.callback, workers=chosen,
                              on_error="return")
         for address_ in chosen:
             refuse(address_, answers[address_], url, transport.callback)
@@ -201,7 +201,7 @@ def choose(workers: dict[str, dict[str, Any]], names: Sequence[str], scheduler: 
 
 def refuse(address: str, answer: Any, url: str, callback: tuple[str, int]) -> None:
     """A one-line error when the Dask worker at ``address`` cannot run this run (its
-    ``answer`` to dask_probe.probe, or the exception it raised)."""
+    ``answer`` to probe.probe, or the exception it raised)."""
     if isinstance(answer, BaseException):
         raise TpsbenchError(f"Dask worker {address} could not run tpsbench's check ({type(answer).__name__}: "
                             f"{first_line(answer)}); install tpsbench there: {INSTALL}")

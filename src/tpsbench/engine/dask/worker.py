@@ -1,6 +1,6 @@
 """A worker on a Dask worker: the long-running task, and the worker process it starts.
 
-A run on a Dask cluster (tpsbench.engine.dask_transport) has the same workers as a local
+A run on a Dask cluster (tpsbench.engine.dask.transport) has the same workers as a local
 run (tpsbench.engine.worker), one process each, started on the client machine by a
 long-running Dask task, :func:`run_worker`, which secedes from its Dask worker's thread
 pool (so that any number of them can share a Dask worker, and its pool stays free) and
@@ -19,7 +19,7 @@ worker gets; nor with the environment a Dask nanny adds for compute workers
 pipe closes: its Dask worker is gone, whether it exited or was killed.
 
 The process connects to the coordinator over TCP (multiprocessing.connection with the
-run's key; tpsbench.engine.dask_transport says why TCP), says which start of which
+run's key; tpsbench.engine.dask.transport says why TCP), says which start of which
 worker it is (:class:`Hello`), and serves as every worker does, through
 :class:`HostLink`, which reads this host's CPU (tpsbench.measure.host_cpu, sampled at the
 step's boundaries as the coordinator samples its own host) and sends it with every
@@ -130,7 +130,7 @@ def run_worker(start: bytes) -> int:
     from distributed import secede
 
     secede()
-    child = subprocess.Popen([sys.executable, "-m", "tpsbench.engine.dask_worker"], stdin=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, "-m", "tpsbench.engine.dask.worker"], stdin=subprocess.PIPE,
                              process_group=0, env=without_nanny_environ(dask.config))
     stdin: IO[bytes] = child.stdin  # type: ignore[assignment]  # not None: opened with stdin=PIPE
     try:
@@ -165,7 +165,7 @@ def _orphaned(fd: int) -> None:
 
 
 def main(stdin: Any = None) -> None:
-    """The worker process (``python -m tpsbench.engine.dask_worker``): connect, say hello, serve."""
+    """The worker process (``python -m tpsbench.engine.dask.worker``): connect, say hello, serve."""
     stdin = stdin or sys.stdin.buffer
     start: Start = pickle.load(stdin)  # all the task writes: nothing is left in the buffer
     threading.Thread(target=_orphaned, args=(stdin.fileno(),), name="orphaned", daemon=True).start()
@@ -181,7 +181,7 @@ def main(stdin: Any = None) -> None:
 
 if __name__ == "__main__":
     # through the module's own name: what this process pickles (Hello) must unpickle as
-    # tpsbench.engine.dask_worker's at the coordinator, not as this __main__'s
-    from tpsbench.engine.dask_worker import main as serve
+    # tpsbench.engine.dask.worker's at the coordinator, not as this __main__'s
+    from tpsbench.engine.dask.worker import main as serve
 
     serve()

@@ -1,14 +1,14 @@
 """MySQL and MariaDB, through mysqlclient (C) where installed, else PyMySQL.
 
 Driver: mysqlclient costs a fifth of PyMySQL's client CPU per statement
-(targets/mysqlclient.py), but it needs libmariadb-dev to build, so it is the
+(targets/mysql/mysqlclient.py), but it needs libmariadb-dev to build, so it is the
 optional extra ``fast`` and PyMySQL is the fallback that always installs. The URL can
 force either: ``mysql+pymysql://`` or ``mysql+mysqldb://``; a bare ``mysql://`` (or
 ``mariadb://``) takes the fastest one installed.
 
 Bulk path: LOAD DATA LOCAL INFILE of the batch's TSV, written to a temporary file in
-/dev/shm (memory, so the file costs no disk I/O). bench/experiments/mysql_bulk_paths.py measured it
-against large multi-row INSERTs (bench/experiments/results/mysql_bulk_paths.txt): with both drivers
+/dev/shm (memory, so the file costs no disk I/O). Measured against large multi-row INSERTs
+(bench/experiments/results/mysql_bulk_paths.txt): with both drivers
 LOAD DATA loads about 1.8x the rows per second (median over tables and runs) for a
 third of the client CPU. Multi-row INSERT stays as the fallback for servers that
 refuse LOCAL (MySQL 8 ships with ``local_infile=OFF``).
@@ -32,11 +32,12 @@ from tpsbench.core.cursor import CountingCursor
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.sql import SqlDialect
 from tpsbench.core.target import error_codes
-from tpsbench.targets import libmariadb, server
-from tpsbench.targets.mysqlclient import MysqlclientCountingCursor, MysqlclientCursor
-from tpsbench.targets.mysqlinsert import insert_rows
-from tpsbench.targets.mysqlprepared import PreparedCountingCursor, PreparedCursor
-from tpsbench.targets.mysqlsessions import MysqlSessions
+from tpsbench.targets import server
+from tpsbench.targets.mysql import libmariadb
+from tpsbench.targets.mysql.insert import insert_rows
+from tpsbench.targets.mysql.mysqlclient import MysqlclientCountingCursor, MysqlclientCursor
+from tpsbench.targets.mysql.prepared import PreparedCountingCursor, PreparedCursor
+from tpsbench.targets.mysql.sessions import MysqlSessions
 
 #: lock wait timeout, deadlock, table definition changed, record changed since last
 #: read (MariaDB snapshot isolation), too many concurrent transactions, NOWAIT lock

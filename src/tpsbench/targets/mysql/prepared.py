@@ -2,8 +2,8 @@
 MariaDB's ``--client prepared`` (the default where libmariadb is at hand).
 
 Each SQL text is prepared the first time a connection runs it and executed with its
-values bound from then on (targets/libmariadb.py says why and how). The cursors have the
-shapes of the text path's (targets/mysqlclient.py), so sessions take either:
+values bound from then on (targets/mysql/libmariadb.py says why and how). The cursors have the
+shapes of the text path's (targets/mysql/mysqlclient.py), so sessions take either:
 :class:`PreparedCursor` keeps a result's rows as Python values, the same types as the
 text path's; :class:`PreparedCountingCursor` drops them unread and tells the statement's
 kind, as sysbench's client does. Both can send a statement and read its answer later,
@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from tpsbench.core.cursor import OTHER, READ, WRITE
-from tpsbench.targets.libmariadb import Handle, Prepared
-from tpsbench.targets.mysqlclient import MysqlclientCountingCursor, MysqlclientCursor
-from tpsbench.targets.mysqlrows import result_rows
+from tpsbench.targets.mysql.libmariadb import Handle, Prepared
+from tpsbench.targets.mysql.mysqlclient import MysqlclientCountingCursor, MysqlclientCursor
+from tpsbench.targets.mysql.prepared_rows import result_rows
 from tpsbench.targets.rows import BufferedRows
 
 #: the value of ``statements[sql]`` for a statement the server would not prepare

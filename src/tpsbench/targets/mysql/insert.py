@@ -1,6 +1,6 @@
 """The bulk path's fallback on MySQL and MariaDB: multi-row INSERTs rendered from a batch.
 
-Apart from tpsbench.targets.mysql because it is a path of its own: the servers that refuse
+Apart from tpsbench.targets.mysql.target because it is a path of its own: the servers that refuse
 LOAD DATA LOCAL (MySQL 8 ships with ``local_infile=OFF``) are loaded through it.
 """
 

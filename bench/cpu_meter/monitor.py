@@ -1,93 +1,27 @@
-"""Driver and database CPU from /proc, sampled by a separate process around a run.
-
-Used by bench/engine_tpcc.py (and the benchmarks built on it, bench/engine_300_users.py
-and bench/experiments/python_floor.py). Every ``every`` seconds (0.25 s by default) a
-spawned monitor process, itself not counted, reads the CPU ticks (utime + stime) of:
-
-- the driver: the coordinator (the process that started the monitor) and every child of
-  it (the worker processes), the monitor and multiprocessing's resource tracker excepted;
-- PostgreSQL: every child of the postmaster and the postmaster itself, split into the
-  backends of the run's database and their parallel-query workers ("ours") and the
-  server's background processes (checkpointer, WAL writer, background writer ...);
-  client backends of other databases and their helpers (other people's work on the
-  shared server) are left out;
-- MariaDB: the threads of mariadbd (/proc/<pid>/task), split the same way through
-  information_schema.PROCESSLIST's TID column: threads serving the run's database
-  ("ours"), threads serving other connections (left out), and the rest (background:
-  InnoDB purge, page cleaner, log writer ...). A thread that lives and dies between two
-  samples is not seen at all.
-
-:meth:`Monitor.window` interpolates the samples at the first and last second of a
-window (a run's steady state) and sums each part's CPU over it: a :class:`Window`.
-
-The /proc readers are tpsbench.measure.procfs of THIS checkout, loaded from its file
-(see :data:`procfs`), never the package under test: bench/engine_tpcc_revs.py measures
-older revisions with this same monitor, and older revisions have no procfs module.
+"""The CPU meter's sampling process around a run (:class:`Monitor`), split into the
+driver's and the server's parts over a window (:class:`Window`) (bench/cpu_meter).
 """
 
 from __future__ import annotations
 
 import bisect
-import importlib.util
 import multiprocessing as mp
 import os
 import re
-import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from servers import default_url, mysql_args  # type: ignore[import-not-found]
+from servers import default_url, mysql_args  # type: ignore[import-not-found]  # bench/ is on sys.path, not a package
 
+from cpu_meter.readers import TICK, cpu_times, find_server, procfs
 
-def _load_procfs() -> Any:
-    """src/tpsbench/measure/procfs.py of this checkout, by file path under a name of its
-    own: ``import tpsbench.measure.procfs`` would take the package on PYTHONPATH, which
-    is the revision being measured (bench/engine_tpcc_revs.py), so each revision would be
-    measured by its own readers, or not at all (revisions before db3e1fb have none)."""
-    name = "_bench_procfs"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = Path(__file__).resolve().parent.parent / "src" / "tpsbench" / "measure" / "procfs.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # before running it, as an import would
-    spec.loader.exec_module(module)
-    return module
-
-
-procfs = _load_procfs()
-TICK = procfs.TICK
 SAMPLE_S = 0.25
 _PG_CLIENT = re.compile(r"^postgres: [^:]+: (\S+) (\S+) (\S+\(\d+\)|\[local\])")
 _PG_AUTOVACUUM = re.compile(r"^postgres: [^:]+: autovacuum worker ?(\S*)")
 _PG_PARALLEL = re.compile(r"^postgres: [^:]+: parallel worker for PID (\d+)")
 
 
-def find_server(server: str) -> int:
-    """The postmaster's or mariadbd's pid."""
-    for pid in procfs.all_pids():
-        st = procfs.read_stat(f"/proc/{pid}/stat")
-        if st is None:
-            continue
-        if server == "postgresql" and st.comm == "postgres" and "/bin/postgres" in procfs.cmdline(pid).split(" ")[0]:
-            return pid
-        if server == "mariadb" and st.comm in ("mariadbd", "mysqld"):
-            return pid
-    raise RuntimeError(f"no {server} server process found")
-
-
-def machine_jiffies() -> tuple[int, int]:
-    """(busy, total) ticks of all cores; idle and iowait are not busy."""
-    times = procfs.cpu_times()
-    total = sum(times.values())
-    return total - times["idle"] - times["iowait"], total
-
-
-# -- the monitor process ------------------------------------------------------------------
 @dataclass
 class Sample:
     t: float
@@ -186,7 +120,7 @@ def monitor_main(coordinator: int, server: str, db: str, out: Any, stop: Any, ev
                 key = ("server", tid, role)
                 cpu[key] = st.cpu
                 started[key] = btime + st.start / TICK
-        samples.append(Sample(t, cpu, started, machine_jiffies(), backends, mem))
+        samples.append(Sample(t, cpu, started, cpu_times(), backends, mem))
         if stop.wait(max(0.0, every - (time.time() - t))):
             break
     if mconn is not None:
@@ -206,7 +140,7 @@ class Monitor:
         self.server, self.db, self.every, self.memory_every, self.url = server, db, every, memory_every, url
         self.samples: list[Sample] = []
 
-    def __enter__(self) -> Monitor:  # noqa: PYI034 - a plain class, never subclassed
+    def __enter__(self) -> Monitor:
         ctx = mp.get_context("spawn")
         self.stop = ctx.Event()
         self.ours, theirs = ctx.Pipe(duplex=False)

@@ -1,13 +1,13 @@
 """Workers on a Dask cluster's workers: the second :class:`~tpsbench.engine.transport.Transport`.
 
 Each worker runs on a Dask worker (worker i on the i-th of the run's Dask workers, round
-robin) as a long-running task that starts a worker process (tpsbench.engine.dask_worker);
+robin) as a long-running task that starts a worker process (tpsbench.engine.dask.worker);
 that process opens a TCP connection back to this coordinator, and everything between
 the two goes over it, pickled as between local workers (multiprocessing.connection,
 authenticated by the run's random key; a start's token picks the one connection taken).
 
 Why a plain TCP connection rather than Dask's own channels, by measurement
-(bench/experiments/dask_channels.py, results/dask_channels.txt: 2 LocalCluster workers,
+(bench/experiments/results/dask_channels.txt: 2 LocalCluster workers,
 6 KB messages at 30/s each): to the coordinator p50 0.35-0.48 ms over TCP against
 1.9-4.3 ms through a distributed.Queue (the scheduler in between) and 12-15 ms through an
 actor; the driver's CPU per message 0.5-0.8 ms against 2.3 ms (Queue) and 4.9-5.0 ms
@@ -20,7 +20,7 @@ workers must reach this host at a port it listens on (the check before the run t
 it). A host cut off without a FIN is given up on by TCP keepalive within about 10 s.
 
 Clocks: each Dask worker's offset from this host's clock is measured before the run
-(tpsbench.engine.dask_cluster) and applied here, so that the workers see a step's start
+(tpsbench.engine.dask.cluster) and applied here, so that the workers see a step's start
 in their own clock and their intervals come back in this one's: intervals are aligned
 by the coordinator's clock.
 """
@@ -45,7 +45,7 @@ from typing import Any
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.session import RunContext
 from tpsbench.core.workload import Workload
-from tpsbench.engine.dask_worker import Hello, Start, run_worker, tune
+from tpsbench.engine.dask.worker import Hello, Start, run_worker, tune
 from tpsbench.engine.protocol import Stop, WorkerLost, WorkerStep
 from tpsbench.engine.transport import Transport
 from tpsbench.measure.reports import IntervalReport
@@ -56,7 +56,7 @@ HANDSHAKE_S = 5.0
 
 @dataclass(frozen=True)
 class Place:
-    """A Dask worker of the run, as checked before it (tpsbench.engine.dask_cluster)."""
+    """A Dask worker of the run, as checked before it (tpsbench.engine.dask.cluster)."""
 
     address: str
     name: str
@@ -83,7 +83,7 @@ class _Slot:
 
 class DaskTransport(Transport):
     """Workers as processes started by Dask tasks (see the module docstring). Made and
-    checked by :func:`tpsbench.engine.dask_cluster.connect`; owns the Dask client."""
+    checked by :func:`tpsbench.engine.dask.cluster.connect`; owns the Dask client."""
 
     def __init__(self, client: Any, scheduler: str, host: str) -> None:
         self.client, self.scheduler = client, scheduler

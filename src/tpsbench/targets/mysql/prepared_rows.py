@@ -1,7 +1,7 @@
 """The rows of a prepared statement's result: binary-protocol values read from C buffers
 into the Python values mysqlclient's text path gives for the same columns.
 
-Why apart from the statements (targets/libmariadb.py): reading is per result shape, made
+Why apart from the statements (targets/mysql/libmariadb.py): reading is per result shape, made
 once per SELECT (its columns are fixed at prepare) and anew for every result of a CALL.
 Integers and doubles are read as C numbers; every other type is asked for as text, which
 libmariadb renders from the binary value, and converted as mysqlclient converts a text
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.targets.libmariadb import T_DOUBLE, T_LONGLONG, T_STRING, Prepared
+from tpsbench.targets.mysql.libmariadb import T_DOUBLE, T_LONGLONG, T_STRING, Prepared
 
 MYSQL_NO_DATA, MYSQL_DATA_TRUNCATED = 100, 101
 UNSIGNED_FLAG = 32

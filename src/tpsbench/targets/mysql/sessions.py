@@ -1,7 +1,7 @@
 """What a MySQL or MariaDB server's sessions are doing, and which process is the server.
 
 For tpsbench.measure.db_waits (:func:`read_waits`) and the host CPU observer's server
-share (:func:`server_process`), apart from targets/mysql.py because they read the
+share (:func:`server_process`), apart from targets/mysql/target.py because they read the
 server's own catalogue of sessions and locks, not the benchmark's tables.
 
 What can be told apart without performance_schema (OFF by default on MariaDB 10.11):
@@ -43,7 +43,7 @@ SESSIONS = ("SELECT p.STATE, t.trx_state, {table} AS lock_table, {kind} AS lock_
 
 
 class MysqlSessions(Target):
-    """The part of MysqlFamily (targets/mysql.py) that reads the server's sessions and process."""
+    """The part of MysqlFamily (targets/mysql/target.py) that reads the server's sessions and process."""
 
     wait_kinds: ClassVar[tuple[str, ...]] = KINDS
     server_commands: ClassVar[tuple[str, ...]] = ("mariadbd", "mysqld")

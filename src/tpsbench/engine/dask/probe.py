@@ -1,6 +1,6 @@
-"""What each Dask worker is asked before a run on it (tpsbench.engine.dask_cluster).
+"""What each Dask worker is asked before a run on it (tpsbench.engine.dask.cluster).
 
-Run on the workers by value (tpsbench.engine.dask_cluster registers this module with
+Run on the workers by value (tpsbench.engine.dask.cluster registers this module with
 cloudpickle), not imported there: a worker whose tpsbench is missing, or of another
 version, must still answer, so that the run can say so in one line before anything
 starts. So only the standard library at module level; tpsbench is imported inside, and
