@@ -17,6 +17,7 @@ from tpsbench.cli import build as cli_build
 from tpsbench.cli import bundle as cli_bundle
 from tpsbench.cli import campaign as cli_campaign
 from tpsbench.cli import plan as cli_plan
+from tpsbench.cli import reference as cli_reference
 from tpsbench.cli import report as cli_report
 from tpsbench.cli import run as cli_run
 from tpsbench.cli import serve as cli_serve
@@ -115,7 +116,7 @@ def presets(workload: str) -> None:
 
 for _command in (cli_build.build, cli_build.size, cli_run.run, cli_report.report, cli_report.compare,
                  cli_report.runs, cli_campaign.campaign, cli_plan.plan, cli_serve.serve,
-                 cli_bundle.export, cli_bundle.import_):
+                 cli_bundle.export, cli_bundle.import_, cli_reference.reference):
     cli.add_command(_command)
 
 

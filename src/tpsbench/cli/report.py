@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from tpsbench.cli.options import campaign_option, force_option, output_option, results_option, storage_option
+from tpsbench.cli.reference import reference_option
 from tpsbench.report.progress import make_console
 
 FORMATS = ["rich", "markdown", "csv", "json", "html"]
@@ -38,6 +39,7 @@ def refuse_bad_output(output: str | None, kind: str, force: bool) -> None:
 @click.argument("run_ids", nargs=-1, type=int)
 @campaign_option
 @storage_option
+@reference_option
 @results_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="rich", show_default=True,
               help="rich for the terminal, markdown for a review, csv for a sheet, json with everything the "
@@ -50,8 +52,8 @@ def refuse_bad_output(output: str | None, kind: str, force: bool) -> None:
 @click.option("--review", is_flag=True,
               help="Only the two rows storage reviews publish, TPS and Resp. time (s), with their one decimal "
                    "(otherwise response times get the digits that keep them non-zero).")
-def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str, ...], results_url: str | None,
-           fmt: str, output: str | None, force: bool, txns: bool, review: bool) -> None:
+def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str, ...], references: tuple[str, ...],
+           results_url: str | None, fmt: str, output: str | None, force: bool, txns: bool, review: bool) -> None:
     """Show runs side by side (default: the latest), one block per storage configuration.
 
     Each block has the user loads across and TPS, response time in seconds, the latency
@@ -71,20 +73,26 @@ def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str,
       tpsbench report --campaign 1 --format html --output pools.html
       tpsbench report --format csv --output notes.csv --force   # replace a file not a report
       tpsbench report --storage "RAID10 8x SSHD" --storage "RAID10 10K SAS"
+      tpsbench report 3 --reference perc --format markdown   # beside a published table
     """
     if review and (txns or fmt in ("json", "html")):
         from tpsbench.core.errors import TpsbenchError
 
         raise TpsbenchError("--review is the published two-row table: use it with --format rich, markdown "
                             "or csv and without --txns")
+    if references and fmt == "json":
+        from tpsbench.core.errors import TpsbenchError
+
+        raise TpsbenchError("--reference is not for --format json, whose runs are measured ones: "
+                            "use markdown, csv, html or rich")
     refuse_bad_output(output, f"report --format {fmt}", force)
-    from tpsbench.commands.selection import select_runs
+    from tpsbench.commands.references import selected_with_references
     from tpsbench.results.store import ResultsStore
 
     store = ResultsStore(results_url, create=False)
     from tpsbench.report.rounds import merge_rounds
 
-    runs, histograms = merge_rounds(select_runs(store, run_ids, campaign=campaign_id, labels=labels),
+    runs, histograms = merge_rounds(selected_with_references(store, run_ids, campaign_id, labels, references),
                                     store.load_histogram)
     if fmt == "json":
         from tpsbench.report.export import load_histograms, to_json
@@ -95,12 +103,17 @@ def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str,
 
         text = to_html(runs, histograms=histograms, txns=txns)
     else:
+        from tpsbench.report.environment import to_text as environment_text
         from tpsbench.report.table import render
         from tpsbench.report.warnings import warnings
+        from tpsbench.results.references import measured_only, source_lines
 
         text = render(runs, format=fmt, review=review, txns=txns, histograms=histograms)
+        if fmt != "csv" and not review and (differ := environment_text(runs)):
+            text += "\n" + differ
         if fmt == "rich" and not review:
-            text += "".join(f"WARNING: {line}\n" for line in warnings(runs))
+            text += "".join(f"WARNING: {line}\n" for line in warnings(measured_only(runs)))
+        text += "".join(f"{line}\n" for line in source_lines(runs)) if fmt != "csv" else ""
     if fmt in ("markdown", "csv", "json") and not review:
         from tpsbench.report.limits import not_storage_warning
 
@@ -113,11 +126,12 @@ def report(run_ids: tuple[int, ...], campaign_id: int | None, labels: tuple[str,
 @click.argument("runs_or_labels", nargs=-1, metavar="RUN_OR_LABEL...")
 @campaign_option
 @click.option("--workload", default=None, metavar="WORKLOAD", help="Only runs of this workload, e.g. tpcc.")
+@reference_option
 @results_option
 @output_option
 @force_option
 def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: str | None,
-            results_url: str | None, output: str | None, force: bool) -> None:
+            references: tuple[str, ...], results_url: str | None, output: str | None, force: bool) -> None:
     """Compare storage configurations side by side, with ratios against the first.
 
     Each RUN_OR_LABEL is a run id or a storage label (its latest completed run); without
@@ -135,12 +149,16 @@ def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: 
       tpsbench compare "RAID10 10K SAS" "RAID10 8x SSHD"
       tpsbench compare 3 4
       tpsbench compare --campaign 1 --output pools.txt
+      tpsbench compare 3 --reference perc     # run 3 against a published table (3 is the baseline)
+      tpsbench compare --reference perc       # the published table's own ratios
     """
-    from tpsbench.commands.selection import select_runs
+    from tpsbench.commands.references import selected_with_references
     from tpsbench.report.compare import compare as comparison_of
     from tpsbench.report.compare import summary_lines, to_text
+    from tpsbench.report.environment import to_text as environment_text
     from tpsbench.report.limits import not_storage_warning
     from tpsbench.report.table import render
+    from tpsbench.results.references import source_lines
     from tpsbench.results.store import ResultsStore
 
     refuse_bad_output(output, "compare", force)
@@ -149,12 +167,13 @@ def compare(runs_or_labels: tuple[str, ...], campaign_id: int | None, workload: 
     labels = [arg for arg in runs_or_labels if not arg.isdigit()]
     from tpsbench.report.rounds import merge_rounds
 
-    runs, _ = merge_rounds(select_runs(store, ids, campaign=campaign_id, labels=labels, workload=workload,
-                                       default="labels"))
+    runs, _ = merge_rounds(selected_with_references(store, ids, campaign_id, labels, references, workload=workload,
+                                                    default="labels"))
     comparison = comparison_of(runs)
     warning = not_storage_warning(runs)  # before the ratios it qualifies; the review's sentences stay last
+    differ = environment_text(runs)  # what else differs, before the review's sentences
     lines = [*([f"WARNING: {warning}"] if warning is not None else []), to_text(comparison),
-             *summary_lines(comparison)]
+             *([differ] if differ else []), *summary_lines(comparison), *source_lines(runs)]
     emit(render(runs) + "".join(f"{line}\n" for line in lines), output, "compare", force)
 
 

@@ -302,7 +302,19 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
     return click.command(name=name, help=doc, cls=RunCommand)(decorate(command))
 
 
-@click.group(cls=WorkloadGroup, make_command=_make_run_command)
+class RunGroup(WorkloadGroup):
+    """``run``, which also takes ``--like RUN`` in place of the workload: the stored run's
+    options (tpsbench.commands.like), then those given beside it, which win."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and (args[0] == "--like" or args[0].startswith("--like=")):
+            from tpsbench.commands.like import like_command_line
+
+            args = like_command_line(args)
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=RunGroup, make_command=_make_run_command)
 def run() -> None:
     """Run WORKLOAD at stepped user loads and record every step in the results store.
 
@@ -338,4 +350,16 @@ def run() -> None:
       tpsbench run tpcc --force     # even while another run is active on the database
       sudo tpsbench run tpcc --users 8,32 --cache cold   # page cache dropped, server restarted before each step
       TPSBENCH_WORKLOADS=~/my-workloads tpsbench run kvtoy   # a workload of your own
+      tpsbench run --like 12 --db postgresql://postgres@10.0.0.7/tpcc   # run 12 again, on another server
+      tpsbench run --like 12 --db ... --users 1,50 --storage "RAID10 SSD"   # its options, these two changed
+
+    \b
+    --like RUN (first, in place of WORKLOAD) repeats a stored run's configuration: its
+    workload, scale (a database without a build is built at it; one of another scale is
+    refused), users, rampup, duration, interval, warm-up, until-steady, repeat, processes, seed,
+    the workload's options (mix, client path ...), waits, rates, multiplexing and cache,
+    read from --results; options given beside it override them. The database, storage
+    label and file, cluster, trace folder, metrics endpoint, --force and notes are not
+    carried: they belong to the place, not to the load. Then `tpsbench compare RUN NEW`
+    lists what differs in their environments.
     """

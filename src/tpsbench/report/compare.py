@@ -85,10 +85,12 @@ class Comparison:
 
 
 def _figures(data: RunData, step: int, summary: SteadySummary) -> Figures:
-    """A step's compared figures; IOPS only where the device I/O observer read the total."""
+    """A step's compared figures; IOPS only where the device I/O observer read the total; None
+    for a figure a published table did not give (NaN, tpsbench.results.references)."""
     read = data.readings(step).get(_IOPS_OBSERVER, {})
     iops = _IOPS_SCALE * sum(read[f] for f in _IOPS_FIGURES) if all(f in read for f in _IOPS_FIGURES) else None
-    return {key: iops if key == "iops" else _GETTERS[row](summary) for key, _, row in METRICS}
+    figures = {key: iops if key == "iops" else _GETTERS[row](summary) for key, _, row in METRICS}
+    return {key: None if value is None or math.isnan(value) else value for key, value in figures.items()}
 
 
 def _first_steps(data: RunData) -> dict[int, StoredStep]:
@@ -126,13 +128,15 @@ def _geomean(ratios: list[float]) -> float | None:
 
 def check_comparable(runs: Sequence[RunData]) -> None:
     """Refuse in one line what no ratio can be read from: a single configuration, or runs
-    of different workloads or scales (a ratio between them says nothing about storage)."""
+    of different workloads or scales (a ratio between them says nothing about storage); a
+    published table (status "published") is set beside any run, its workload being the review's."""
     if len(runs) < 2:
         only = f" (run {runs[0].run.id})" if runs else ""
-        raise TpsbenchError(f"compare needs two configurations or more, got one{only}: name another run id or "
-                            "storage label")
-    first = runs[0].run
-    for data in runs[1:]:
+        raise TpsbenchError(f"compare needs two configurations or more, got one{only}: name another run id, "
+                            "storage label or --reference")
+    measured = [data for data in runs if data.run.status != "published"]
+    first = measured[0].run if measured else runs[0].run
+    for data in measured[1:]:
         run = data.run
         if run.workload != first.workload:
             raise TpsbenchError(f"runs {first.id} and {run.id} ran different workloads ({first.workload}, "

@@ -36,6 +36,9 @@ durations in seconds, latencies in milliseconds, rates per second unless named o
 ``schema``      "tpsbench-report/2"
 ``tpsbench``    version of the tpsbench that wrote the document
 ``runs``        list of Run, in the order asked for
+``environment_differences`` (only where two runs or more differ; added within version 2, so
+                optional) fact -> run id -> value (str, or null: not recorded), each fact of the
+                runs' environments that is not the same in all (tpsbench.report.environment)
 
 Run:
 ``id`` (int) the run's id in its store; ``label`` (str) its name in the report table
@@ -133,6 +136,7 @@ from tpsbench.core.redact import scrub, secrets_of
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.reports import ALL
 from tpsbench.measure.step_context import Verdict
+from tpsbench.report import environment
 from tpsbench.report.limits import run_verdicts, step_io
 from tpsbench.report.repeats import Histograms as StoredHistograms
 from tpsbench.report.repeats import is_repeated, repeats_json
@@ -238,8 +242,10 @@ def to_dict(runs: Sequence[RunData], histograms: Histograms | None = None) -> di
     """The document of ``runs`` as plain data (see the module docstring for the layout);
     with ``histograms`` (:func:`load_histograms`) each step also carries its histograms."""
     repeats = any(is_repeated(data) for data in runs)
-    return {"schema": SCHEMA_3 if repeats else SCHEMA, "tpsbench": __version__,
-            "runs": [_run(data, label, histograms, repeats) for data, label in zip(runs, run_labels(runs))]}
+    doc = {"schema": SCHEMA_3 if repeats else SCHEMA, "tpsbench": __version__,
+           "runs": [_run(data, label, histograms, repeats) for data, label in zip(runs, run_labels(runs))]}
+    differ = environment.to_dict(runs)
+    return doc | ({"environment_differences": differ} if differ else {})
 
 
 def to_json(runs: Sequence[RunData], histograms: Histograms | None = None) -> str:

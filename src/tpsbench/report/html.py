@@ -21,7 +21,7 @@ from typing import Any
 
 from tpsbench import __version__
 from tpsbench.measure.honesty import honesty_text
-from tpsbench.report import charts
+from tpsbench.report import charts, environment
 from tpsbench.report.limits import not_storage_warning, run_verdicts
 from tpsbench.report.output import HTML_GENERATOR
 from tpsbench.report.repeats import is_repeated
@@ -33,6 +33,7 @@ from tpsbench.report.table import (
     error_lines,
 )
 from tpsbench.results.records import RunData
+from tpsbench.results.references import source_lines
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; color: #222; margin: 0 auto; padding: 1em 2em; max-width: 1280px; }
@@ -232,6 +233,13 @@ def limits_section(runs: Sequence[RunData], labels: Sequence[str]) -> str:
             + (f'<p class="warn">{_e(warning)}</p>' if warning else ""))
 
 
+def environment_section(runs: Sequence[RunData]) -> str:
+    """The facts of the runs' environments that differ (tpsbench.report.environment), "" if none."""
+    labels, rows = environment.differences(runs)
+    return _table(["fact", *labels], [_row([name, *values], head=1) for name, values in rows],
+                  cls="settings") if rows else ""
+
+
 def _when(at: datetime | None) -> str:
     return f"{at:%Y-%m-%d %H:%M:%S %Z}".strip() if at is not None else ""
 
@@ -251,7 +259,7 @@ def to_html(runs: Sequence[RunData], histograms: charts.Histograms | None = None
     ``txns``: each transaction type's rows in the results table."""
     table = build_table(runs, txns=txns, histograms=histograms)
     labels = [block.label for block in table.blocks]
-    notes = "".join(f"<li>{_e(line)}</li>" for line in error_lines(runs))
+    notes = "".join(f"<li>{_e(line)}</li>" for line in [*source_lines(runs), *error_lines(runs)])
     per_run = [charts.timeline(f"time-{i}", data, label, i) for i, (data, label) in enumerate(zip(runs, labels))]
     if histograms is not None:
         per_run += [charts.distribution(f"dist-{i}", data, label, histograms)
@@ -263,6 +271,7 @@ def to_html(runs: Sequence[RunData], histograms: charts.Histograms | None = None
         ("limits", "What limited each step", limits_section(runs, labels)),
         ("charts", "Charts", "".join(map(figure, drawn))),
         ("usl", "Scalability model", usl_section(runs, labels)),
+        ("environment", environment.TITLE, environment_section(runs)),
         ("runs", "The runs", "".join([
             "<h3>Runs</h3>", compare_table(labels, [_run_facts(d) for d in runs], what=""),
             "<h3>Configuration</h3>",

@@ -128,7 +128,6 @@ COUNT_ROWS: list[tuple[str, Callable[[SteadySummary], float]]] = [
 ]
 #: transactions lost with their connection (tpsbench.measure.honesty): a row where a run had some
 IN_DOUBT_ROW: tuple[str, Callable[[SteadySummary], float]] = ("In doubt", lambda s: s.total("in_doubt"))
-#: (row label, observer, figure, formatter) of the observer rows, shown where a run has them
 #: a figure of one observer's readings, or a sum of several (IOPS = reads + writes per second)
 Figure = tuple[str, ...]
 #: (row label, observer, figures summed, scale, formatter, shown only where some step's value
@@ -222,10 +221,9 @@ def _rows(data: RunData, summaries: Sequence[SteadySummary], txns: bool) -> list
 
 
 def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list[str]]]:
-    """What the step observers read over each step's steady window: each row where the run
-    has readings of it (outages only where a step had one: a clean run's table stays short; the
-    restarts of ``--cache cold`` before each step),
-    what limited each step first and the I/O per transaction last (tpsbench.report.limits)."""
+    """The observers' readings over each step's steady window where the run has them (outages only
+    where a step had one: a clean run's table stays short; the restarts of ``--cache cold`` before
+    each step), what limited each step first and the I/O per transaction last (tpsbench.report.limits)."""
     readings = {label: data.readings(step) for label, step in steps.items()}
     rows = []
     for name, observer, figures, scale, fmt, if_any in OBSERVER_ROWS:
@@ -236,6 +234,8 @@ def _observer_rows(data: RunData, steps: dict[str, int]) -> list[tuple[str, list
     before = {label: data.readings(step, BEFORE_STEP).get(Reachability.name, {}) for label, step in steps.items()}
     if any("down_s" in figures for figures in before.values()):  # --cache cold: each step's restart before it
         rows.append(("Restart before (s)", [_one(f["down_s"]) if "down_s" in f else "" for f in before.values()]))
+    if data.run.status == "published":  # tpsbench.results.references: its IOPS alone, no verdict
+        return rows
     limited, per_txn = limit_rows(data, steps, _ms)
     return limited + steady_rows(data, steps) + rows + _worker_host_rows(readings) + per_txn
 
@@ -294,9 +294,9 @@ def build_table(runs: Sequence[RunData], *, review: bool = False, txns: bool = F
     for data, cols, label in zip(runs, per_run, run_labels(runs)):
         by_label = {column: summary for column, summary, _ in cols}
         summaries = [s for s in by_label.values() if s is not None]
-        rows = REVIEW_ROWS if review else _rows(data, summaries, txns)
-        cells = [[fmt(get(by_label[c])) if by_label.get(c) is not None else "" for c in columns]  # type: ignore[arg-type]  # not None: checked in the same expression
-                 for _, get, fmt in rows]
+        rows = REVIEW_ROWS if review else ROWS[:2] if data.run.status == "published" else _rows(data, summaries, txns)
+        cells = [["" if (sm := by_label.get(c)) is None or math.isnan(v := get(sm)) else fmt(v)  # NaN: not published
+                  for c in columns] for _, get, fmt in rows]
         names = [r[0] for r in rows]
         steps = {column: step for column, _, step in cols}
         if is_repeated(data):
@@ -346,7 +346,7 @@ def to_rich(table: ReportTable, title: str | None = None) -> Table:
     for block in table.blocks:
         last = len(block.rows) - 1
         for i, (row, cells) in enumerate(zip(block.rows, block.cells)):
-            out.add_row(block.label if i == 0 else "", row, *cells, end_section=i == last)
+            out.add_row(block.label.replace("[", r"\[") if i == 0 else "", row, *cells, end_section=i == last)
     return out
 
 

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 #: the layout this tpsbench writes and reads (see the module docstring)
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 STATUSES = ("running", "completed", "interrupted", "failed")
 #: the longest storage label the runs table keeps
 STORAGE_LABEL_MOST = 200
@@ -148,6 +148,24 @@ store_info_table = sa.Table(
     "store_info", metadata,
     sa.Column("name", sa.String(64), primary_key=True),
     sa.Column("value", sa.String(200), nullable=False),
+)
+#: published reference tables (tpsbench.results.references): per NAME, one row per
+#: configuration (``label``) and user load, in the file's order (``position``); a figure the
+#: table did not publish is NULL
+reference_rows_table = sa.Table(
+    "reference_rows", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(STORAGE_LABEL_MOST), nullable=False),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("label", sa.String(STORAGE_LABEL_MOST), nullable=False),
+    sa.Column("users", sa.Integer, nullable=False),
+    sa.Column("tps", FLOAT),
+    sa.Column("response_s", FLOAT),
+    sa.Column("iops", FLOAT),
+    sa.Column("workload", sa.String(64)),
+    sa.Column("source", sa.Text, nullable=False),
+    sa.Column("added_at", TIME, nullable=False),
+    sa.Index("ix_reference_rows_name", "name", "position"),
 )
 #: a result bundle's manifest (tpsbench.results.bundle): in bundles only, never in a store,
 #: so no layout version; its format has its own version, in the manifest
