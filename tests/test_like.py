@@ -107,6 +107,24 @@ def test_two_postgresql_runs_that_differ_in_one_server_setting(runs: tuple[Path,
     assert "4096 kB" in rows[0] and "8192 kB" in rows[0]
 
 
+def test_like_a_bundle_s_run_reproduces_its_configuration(runs: tuple[Path, str, int, int],
+                                                          built_tpcc_sqlite: Path) -> None:
+    """A run exported to a bundle (tpsbench export), run again elsewhere from the file alone."""
+    folder, results, first, second = runs
+    bundle = folder / "two.tpsbench"
+    done = tpsbench("export", str(first), str(second), "-o", str(bundle), "--results", results, cwd=folder)
+    assert done.returncode == 0, done.stderr
+    elsewhere = f"sqlite:///{folder / 'elsewhere.db'}"
+    done = tpsbench("run", "--like", str(bundle), "--results", elsewhere, cwd=folder)
+    assert done.returncode == 2 and f"holds 2 runs ({first}, {second}); name one as" in done.stderr, done.stderr
+    done = tpsbench("run", "--like", f"{bundle}:{first}", "--db", copy_of(built_tpcc_sqlite, folder, "again.db"),
+                    "--results", elsewhere, cwd=folder)
+    assert done.returncode == 0, done.stderr
+    assert run_config(elsewhere, last_run(elsewhere)) == run_config(results, first)
+    done = tpsbench("run", "--like", f"{bundle}:77", "--results", elsewhere, cwd=folder)
+    assert done.returncode == 2 and "the bundle holds no run 77" in done.stderr, done.stderr
+
+
 def test_like_refuses_an_unknown_run_or_a_word_in_one_line(runs: tuple[Path, str, int, int]) -> None:
     folder, results, _, _ = runs
     before = len(ResultsStore(results, create=False).list_runs())

@@ -352,9 +352,11 @@ def run() -> None:
       TPSBENCH_WORKLOADS=~/my-workloads tpsbench run kvtoy   # a workload of your own
       tpsbench run --like 12 --db postgresql://postgres@10.0.0.7/tpcc   # run 12 again, on another server
       tpsbench run --like 12 --db ... --users 1,50 --storage "RAID10 SSD"   # its options, these two changed
+      tpsbench run --like h810.tpsbench:3 --db postgresql://postgres@127.0.0.1/tpcc   # a bundle's run 3
 
     \b
-    --like RUN (first, in place of WORKLOAD) repeats a stored run's configuration: its
+    --like RUN (first, in place of WORKLOAD) repeats a stored run's configuration (or a
+    bundle's, tpsbench export: --like FILE, or FILE:ID where it holds several): its
     workload, scale (a database without a build is built at it; one of another scale is
     refused), users, rampup, duration, interval, warm-up, until-steady, repeat, processes, seed,
     the workload's options (mix, client path ...), waits, rates, multiplexing and cache,

@@ -16,11 +16,13 @@ built at it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.meta import read_meta
+from tpsbench.results.bundle import bundle_runs
 from tpsbench.results.records import Run
 from tpsbench.results.store import ResultsStore
 from tpsbench.targets import open_target
@@ -118,9 +120,27 @@ def like_command_line(args: list[str]) -> list[str]:
     source, rest = _option(args, "--like")
     if source is None or not source.strip():
         raise TpsbenchError("--like needs a run id: tpsbench run --like 12 --db URL")
-    if not source.strip().isdigit():
-        raise TpsbenchError(f"--like {source}: not a run id (a whole number, as `tpsbench runs` lists them)")
     results, _ = _option(rest, "--results")
     db, _ = _option(rest, "--db")
-    run = stored_run(results, int(source))
+    run = stored_run(results, int(source)) if source.strip().isdigit() else bundled_run(source)
     return [*like_arguments(run.config, run.seed), *check_scale(run, db), *rest]
+
+
+def bundled_run(source: str) -> Run:
+    """The run of a bundle (tpsbench export) named ``FILE`` (its only run) or ``FILE:ID``
+    (the run's id where it was exported)."""
+    path, _, wanted = source.rpartition(":") if not os.path.exists(source) else (source, "", "")
+    if not path or not os.path.isfile(path):
+        raise TpsbenchError(f"--like {source}: not a run id (a whole number, as `tpsbench runs` lists them) "
+                            "nor a bundle file (tpsbench export)")
+    runs = bundle_runs(path)
+    if wanted:
+        chosen = [run for run in runs if str(run.id) == wanted.strip()]
+        if not chosen:
+            raise TpsbenchError(f"--like {source}: the bundle holds no run {wanted} "
+                                f"(it holds {', '.join(str(r.id) for r in runs) or 'none'})")
+        return chosen[0]
+    if len(runs) != 1:
+        raise TpsbenchError(f"--like {path}: the bundle holds {len(runs)} runs ({', '.join(str(r.id) for r in runs)});"
+                            f" name one as {path}:ID")
+    return runs[0]
