@@ -16,6 +16,7 @@ from tpsbench import __version__
 from tpsbench.cli import build as cli_build
 from tpsbench.cli import campaign as cli_campaign
 from tpsbench.cli import plan as cli_plan
+from tpsbench.cli import replay as cli_replay
 from tpsbench.cli import report as cli_report
 from tpsbench.cli import run as cli_run
 from tpsbench.cli import serve as cli_serve
@@ -113,7 +114,8 @@ def presets(workload: str) -> None:
 
 
 for _command in (cli_build.build, cli_build.size, cli_run.run, cli_report.report, cli_report.compare,
-                 cli_report.runs, cli_campaign.campaign, cli_plan.plan, cli_serve.serve):
+                 cli_report.runs, cli_campaign.campaign, cli_plan.plan, cli_serve.serve,
+                 cli_replay.capture, cli_replay.replay):
     cli.add_command(_command)
 
 

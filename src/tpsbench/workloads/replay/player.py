@@ -1,0 +1,122 @@
+"""Playing a trace back: each traced session on its own connection, each statement at
+its original offset divided by the speed, open loop.
+
+Why open loop: the source's clients sent at their own pace whatever the database did;
+a replay that waited for slow statements before starting the next session's would hide
+exactly the slowness it is run to find. So a statement's latency counts from when it was
+due (its scheduled start), as paced runs do: a session that falls behind shows it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tpsbench.workloads.replay.trace import Statement, Trace, TraceSession
+
+#: the error messages kept per normalised statement
+SAMPLES = 3
+_DOLLAR = re.compile(r"\$(\d+)")
+
+
+@dataclass
+class Played:
+    """One session's outcome, statement by statement in trace order."""
+
+    session: TraceSession
+    latency_s: list[float | None] = field(default_factory=list)
+    started: list[float] = field(default_factory=list)
+    errors: dict[int, str] = field(default_factory=dict)
+
+
+def bound(st: Statement) -> tuple[str, list[Any]]:
+    """The statement as a target's counting cursor takes it: a statement without parameters
+    as sent (no ``%`` escaping: it goes as a simple query); ``$n`` placeholders become
+    ``%s`` markers, with the values in the order they occur (``$1`` twice: its value twice)."""
+    if not st.params:
+        return st.text, []
+    values: list[Any] = []
+
+    def marker(m: re.Match[str]) -> str:
+        values.append(st.params[int(m.group(1)) - 1] if st.params and int(m.group(1)) <= len(st.params) else None)
+        return "%s"
+
+    query = _DOLLAR.sub(marker, st.text.replace("%", "%%"))
+    return query, values
+
+
+class Player:
+    """Runs every session of a trace at once, each on its thread and connection."""
+
+    def __init__(self, trace: Trace, connect: Callable[[], Any], cursor_of: Callable[[Any], Any],
+                 is_error: Callable[[BaseException], bool], speed: float = 1.0, stop_on_error: bool = False) -> None:
+        self.trace = trace
+        self.connect = connect
+        self.cursor_of = cursor_of
+        self.is_error = is_error
+        self.speed = speed
+        self.stop_on_error = stop_on_error
+        self.stop = threading.Event()
+        self.first_error: str | None = None
+        self.start = 0.0
+
+    def play(self) -> list[Played]:
+        """Connect every session, then play them all from one start; Ctrl-C stops them."""
+        connections = []
+        try:
+            for _ in self.trace.sessions:
+                connections.append(self.connect())
+            played = [Played(s) for s in self.trace.sessions]
+            threads = [threading.Thread(target=self._session, args=(p, c), daemon=True, name=f"replay-{p.session.id}")
+                       for p, c in zip(played, connections)]
+            self.start = time.perf_counter() + 0.2
+            for t in threads:
+                t.start()
+            try:
+                for t in threads:
+                    while t.is_alive():
+                        t.join(0.5)
+            except BaseException:
+                self.stop.set()
+                for t in threads:
+                    t.join(5)
+                raise
+            return played
+        finally:
+            for conn in connections:
+                try:
+                    conn.close()
+                except Exception:  # noqa: BLE001 - a connection the server dropped closes with an error
+                    pass
+
+    def _session(self, played: Played, conn: Any) -> None:
+        cursor = self.cursor_of(conn)
+        run = cursor.execute
+        statements = [bound(st) for st in played.session.statements]
+        due_at = [self.start + st.offset / self.speed for st in played.session.statements]
+        for i, (query, params) in enumerate(statements):
+            if self.stop.is_set():
+                return
+            due = due_at[i]
+            wait = due - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)
+            began = time.perf_counter()
+            played.started.append(began)
+            try:
+                run(query, params)
+            except Exception as exc:
+                if not self.is_error(exc):
+                    raise
+                played.latency_s.append(None)
+                played.errors[i] = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                if self.stop_on_error:
+                    self.first_error = self.first_error or played.errors[i]
+                    self.stop.set()
+                    return
+                continue
+            played.latency_s.append(time.perf_counter() - due)
