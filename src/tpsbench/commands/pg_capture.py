@@ -87,6 +87,9 @@ def saved_settings(conn: Any) -> dict[str, str | None]:
                         "AND name = ANY(%s) ORDER BY seqno", (list(SETTINGS),)).fetchall()
     saved: dict[str, str | None] = dict.fromkeys(SETTINGS)
     saved.update({name: value for name, value in rows})
+    if saved["log_line_prefix"] == PREFIX:
+        raise TpsbenchError("another capture is running on this server (its log_line_prefix is set); wait for it, "
+                            f"or if none is, restore by hand: {undo_sql(dict.fromkeys(SETTINGS))}")
     return saved
 
 

@@ -8,8 +8,8 @@ enough for that (sqlglot is used only for the tables a statement names, once per
 
 from __future__ import annotations
 
-import re
 import logging
+import re
 from functools import lru_cache
 
 import sqlglot

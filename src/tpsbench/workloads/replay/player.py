@@ -9,13 +9,16 @@ due (its scheduled start), as paced runs do: a session that falls behind shows i
 
 from __future__ import annotations
 
+import heapq
 import re
+import selectors
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tpsbench.core.cursor import SendingCursor
 from tpsbench.workloads.replay.trace import Statement, Trace, TraceSession
 
 #: the error messages kept per normalised statement
@@ -71,6 +74,11 @@ class Player:
             for _ in self.trace.sessions:
                 connections.append(self.connect())
             played = [Played(s) for s in self.trace.sessions]
+            cursors = [self.cursor_of(c) for c in connections]
+            if all(isinstance(c, SendingCursor) for c in cursors):
+                self.start = time.perf_counter() + 0.2
+                Multiplexed(self, played, cursors).run()
+                return played
             threads = [threading.Thread(target=self._session, args=(p, c), daemon=True, name=f"replay-{p.session.id}")
                        for p, c in zip(played, connections)]
             self.start = time.perf_counter() + 0.2
@@ -93,6 +101,16 @@ class Player:
                 except Exception:  # noqa: BLE001 - a connection the server dropped closes with an error
                     pass
 
+    def failed(self, played: Played, i: int, exc: Exception) -> None:
+        """Count a statement's failure (a driver's error), or raise what is not one."""
+        if not self.is_error(exc):
+            raise exc
+        played.latency_s.append(None)
+        played.errors[i] = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if self.stop_on_error:
+            self.first_error = self.first_error or played.errors[i]
+            self.stop.set()
+
     def _session(self, played: Played, conn: Any) -> None:
         cursor = self.cursor_of(conn)
         run = cursor.execute
@@ -109,14 +127,80 @@ class Player:
             played.started.append(began)
             try:
                 run(query, params)
-            except Exception as exc:
-                if not self.is_error(exc):
-                    raise
-                played.latency_s.append(None)
-                played.errors[i] = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                if self.stop_on_error:
-                    self.first_error = self.first_error or played.errors[i]
-                    self.stop.set()
-                    return
+            except Exception as exc:  # noqa: BLE001 - failed() counts a driver's error, raises anything else
+                self.failed(played, i, exc)
                 continue
             played.latency_s.append(time.perf_counter() - due)
+
+
+class Multiplexed:
+    """Every session on one thread, where the target's cursor can send a statement and
+    read its answer later: no thread per session contending for the interpreter, so the
+    replay keeps up with a client written in C (pgbench) on a machine the server shares."""
+
+    def __init__(self, player: Player, played: list[Played], cursors: list[SendingCursor]) -> None:
+        self.player = player
+        self.played = played
+        self.cursors = cursors
+        self.statements = [[bound(st) for st in p.session.statements] for p in played]
+        self.due = [[player.start + st.offset / player.speed for st in p.session.statements] for p in played]
+        self.next = [0] * len(played)
+        self.waiting = [(d[0], i) for i, d in enumerate(self.due) if d]
+        heapq.heapify(self.waiting)
+        self.selector = selectors.DefaultSelector()
+        self.in_flight = 0
+
+    def run(self) -> None:
+        try:
+            while (self.waiting or self.in_flight) and not self.player.stop.is_set():
+                now = time.perf_counter()
+                while self.waiting and self.waiting[0][0] <= now:
+                    self.send(heapq.heappop(self.waiting)[1])
+                timeout = max(0.0, self.waiting[0][0] - time.perf_counter()) if self.waiting else None
+                if not self.in_flight:
+                    time.sleep(timeout or 0)
+                    continue
+                for key, _ in self.selector.select(timeout):
+                    i = key.data
+                    try:
+                        done = self.cursors[i].receive()
+                    except Exception as exc:  # noqa: BLE001 - failed() counts a driver's error, raises anything else
+                        self.unwatch(key.fd)
+                        self.player.failed(self.played[i], self.next[i], exc)
+                        self.advance(i)
+                        continue
+                    if done:
+                        self.unwatch(key.fd)
+                        self.finish(i)
+        finally:
+            self.selector.close()
+
+    def send(self, i: int) -> None:
+        query, params = self.statements[i][self.next[i]]
+        cursor = self.cursors[i]
+        self.played[i].started.append(time.perf_counter())
+        try:
+            answered = cursor.send_encoded(cursor.encode(query, params))
+        except Exception as exc:  # noqa: BLE001 - failed() counts a driver's error, raises anything else
+            self.player.failed(self.played[i], self.next[i], exc)
+            self.advance(i)
+            return
+        if answered:
+            self.finish(i)
+        else:
+            self.selector.register(cursor.fileno(), selectors.EVENT_READ, i)
+            self.in_flight += 1
+
+    def finish(self, i: int) -> None:
+        self.played[i].latency_s.append(time.perf_counter() - self.due[i][self.next[i]])
+        self.advance(i)
+
+    def unwatch(self, fd: int) -> None:
+        self.selector.unregister(fd)
+        self.in_flight -= 1
+
+    def advance(self, i: int) -> None:
+        """On to the session's next statement, queued at its due time."""
+        self.next[i] += 1
+        if self.next[i] < len(self.due[i]):
+            heapq.heappush(self.waiting, (self.due[i][self.next[i]], i))

@@ -47,7 +47,7 @@ def summarise(trace: Trace) -> dict[str, Any]:
     found = shapes(trace)
     window = trace.window_s or 1.0
     total = trace.statements or 1
-    rows = []
+    rows: list[dict[str, Any]] = []
     for shape in sorted(found.values(), key=lambda s: -s.count):
         rows.append({"statement": shape.text, "count": shape.count, "weight": round(100 * shape.count / total, 3),
                      "rate_per_s": round(shape.count / window, 3), "mean_ms": round(shape.total_ms / shape.count, 3),
