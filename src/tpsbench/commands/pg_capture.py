@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from tpsbench.commands.server_settings import restore
 from tpsbench.core.errors import TpsbenchError, first_line
-from tpsbench.core.signals import Deferred
 from tpsbench.core.target import Target, close_quietly
 from tpsbench.workloads.replay.pglog import PREFIX
 
@@ -31,8 +31,6 @@ SETTINGS = {"log_min_duration_statement": "0", "log_line_prefix": PREFIX, "log_p
 #: how often the log is read during the window, and the most read at once
 POLL_S = 0.5
 CHUNK = 8 << 20
-#: how long a lost connection is retried to restore the settings
-RECONNECT_S = 30.0
 WITHOUT_COLLECTOR = "/proc/self/fd/2"
 
 
@@ -99,26 +97,6 @@ def _apply(conn: Any, values: dict[str, str | None]) -> None:
     conn.execute("SELECT pg_reload_conf()")
 
 
-def restore(target: Target, conn: Any, saved: dict[str, str | None]) -> None:
-    """Put every setting back, on ``conn`` or, if it is lost, on a new connection
-    (retried for :data:`RECONNECT_S`); Ctrl-C meanwhile waits until it is done."""
-    with Deferred():
-        deadline = time.monotonic() + RECONNECT_S
-        while True:
-            try:
-                if conn is None or conn.closed:
-                    conn = _connect(target)
-                _apply(conn, saved)
-                return
-            except Exception as exc:  # noqa: BLE001 - lost or refused: retried until the deadline
-                close_quietly(conn)
-                conn = None
-                if time.monotonic() > deadline:
-                    raise TpsbenchError(f"could not restore the server's settings ({first_line(exc)}); restore "
-                                        f"them by hand: {undo_sql(saved)}") from None
-                time.sleep(1.0)
-
-
 class LogTail:
     """The log file from where it ended when the window opened, read as it grows and
     kept in a temporary file (a busy server writes megabytes a second)."""
@@ -172,7 +150,7 @@ def logging_everything(target: Target, said: Callable[[str], None]) -> Iterator[
         _apply(conn, dict(SETTINGS))
         yield conn, tail
     finally:
-        restore(target, conn, saved)
+        restore(lambda: _connect(target), conn, lambda c: _apply(c, saved), undo_sql(saved))
         said("capture: server settings restored")
         close_quietly(conn)
 
