@@ -52,7 +52,7 @@ def capture(url: str | None, duration: str | None, output: str, log: str | None,
         table.add_column(header, justify="left" if header == "statement" else "right")
     for row in rows:
         table.add_row(_short(row["statement"]), str(row["count"]), f"{row['weight']:.2f}",
-                      f"{row['rate_per_s']:.1f}", f"{row['mean_ms']:.3f}")
+                      f"{row['rate_per_s']:.1f}", "-" if row["mean_ms"] is None else f"{row['mean_ms']:.3f}")
     make_console().print(table)
 
 

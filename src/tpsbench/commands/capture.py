@@ -46,12 +46,20 @@ def capture(url: str | None, duration: str | None, output: str, log: str | None 
     if not (math.isfinite(seconds) and seconds > 0):
         raise TpsbenchError(f"--duration must be more than 0, got {duration!r}")
     target = open_target(url)
-    if target.dialect != "postgresql":
-        raise TpsbenchError(f"capture from {target.dialect} is not supported yet: only PostgreSQL "
-                            "(or an existing PostgreSQL log with --log)")
+    if target.dialect not in ("postgresql", "mysql"):
+        raise TpsbenchError(f"capture from {target.dialect} is not supported: PostgreSQL and MariaDB/MySQL only")
     if not allow_settings:
-        raise TpsbenchError("a live capture sets log_min_duration_statement = 0 and log_line_prefix server-wide for "
-                            "its window (and restores them): agree with --allow-settings, or read a log with --log")
+        raise TpsbenchError("a live capture turns on statement logging server-wide for its window (PostgreSQL: "
+                            "log_min_duration_statement = 0; MariaDB: the general log) and restores it: agree with "
+                            "--allow-settings, or read a log with --log")
+    if target.dialect == "mysql":
+        from tpsbench.commands.my_capture import record as record_mysql
+
+        found, start, end = record_mysql(target, seconds, said)
+        mysql_trace = build_trace([e for e in found if e.database == target.database], "mysql", target.database,
+                                  start, end, said)
+        write_trace(mysql_trace, path)
+        return mysql_trace
     from tpsbench.commands.pg_capture import record
 
     text, start, end, mine = record(target, seconds, said)

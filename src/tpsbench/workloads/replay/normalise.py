@@ -70,6 +70,11 @@ def normalise(text: str) -> tuple[str, list[Value]]:
     return shape, values
 
 
+def tokens(text: str) -> list[str]:
+    """The kind of each token of ``text`` (string, number, placeholder, word ...)."""
+    return [m.lastgroup or "other" for m in _TOKEN.finditer(text)]
+
+
 def _signed(out: list[str]) -> bool:
     """Whether the ``-`` at the end of ``out`` is a literal's sign."""
     before = [t for t in out[:-1] if t != " "]

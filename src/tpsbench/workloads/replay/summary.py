@@ -48,9 +48,11 @@ def summarise(trace: Trace) -> dict[str, Any]:
     window = trace.window_s or 1.0
     total = trace.statements or 1
     rows: list[dict[str, Any]] = []
+    timed = any(s.total_ms for s in found.values())  # the general log (MariaDB) has no durations
     for shape in sorted(found.values(), key=lambda s: -s.count):
         rows.append({"statement": shape.text, "count": shape.count, "weight": round(100 * shape.count / total, 3),
-                     "rate_per_s": round(shape.count / window, 3), "mean_ms": round(shape.total_ms / shape.count, 3),
+                     "rate_per_s": round(shape.count / window, 3),
+                     "mean_ms": round(shape.total_ms / shape.count, 3) if timed else None,
                      "tables": list(tables_of(shape.text, trace.dialect)),
                      "parameters": [distribution(column) for column in _columns(shape.values)]})
     return {"statements": rows, "total": trace.statements, "window_s": trace.window_s,
