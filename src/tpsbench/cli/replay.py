@@ -25,14 +25,16 @@ def _short(text: str) -> str:
               help="Read this existing PostgreSQL log instead of recording: a csvlog .csv file, or a stderr log "
                    "written with log_line_prefix 'tpsbench|%n|%c|%d|'. --db then only picks its database.")
 @click.option("--allow-settings", is_flag=True,
-              help="Agree that a live capture sets log_min_duration_statement = 0, log_line_prefix and "
-                   "log_parameter_max_length server-wide (ALTER SYSTEM, reload, no restart) for its window; "
-                   "they are restored after it, also on Ctrl-C or a lost connection.")
+              help="Agree that a live capture changes logging server-wide for its window, with no restart "
+                   "(PostgreSQL: log_min_duration_statement = 0, log_line_prefix, log_parameter_max_length by "
+                   "ALTER SYSTEM; MariaDB: general_log and log_output); restored after it, also on Ctrl-C or "
+                   "a lost connection.")
 def capture(url: str | None, duration: str | None, output: str, log: str | None, allow_settings: bool) -> None:
     """Record a live database's statement traffic into a trace file, without stopping it.
 
     On PostgreSQL the server logs every statement (all clients, the URL's database) for
-    DURATION and tpsbench reads the log through the connection, which must be a superuser's.
+    DURATION and tpsbench reads the log through the connection, which must be a superuser's;
+    on MariaDB/MySQL the general log is turned on for DURATION and read from its table.
     The trace holds each session's statements in order with their start offsets, durations
     and bound parameters (secrets masked, never the URL); transactions the window cut in two
     are left out. A summary of the normalised statements is printed and kept in the file.
@@ -40,6 +42,7 @@ def capture(url: str | None, duration: str | None, output: str, log: str | None,
     \b
       tpsbench capture --db postgresql://postgres@db1/shop --duration 60s -o shop.trace --allow-settings
       tpsbench capture --db postgresql://postgres@db1/shop --log postgresql.csv -o shop.trace
+      tpsbench capture --db mysql://root@db1/shop --duration 60s -o shop.trace --allow-settings
     """
     from tpsbench.commands.capture import capture as run_capture
     from tpsbench.commands.capture import started_text
