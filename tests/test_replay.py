@@ -204,3 +204,28 @@ def test_sessions_on_threads_where_the_cursor_cannot_send_ahead(tmp_path: Path):
     assert "no such table" in next(s for s in result.statements if s.errors).samples[0]
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 3
+
+
+def test_the_statements_that_undo_a_capture_put_back_what_was_there():
+    """What capture prints before it changes a server must restore it: a setting that had a
+    postgresql.auto.conf line gets its value back, one that had none is reset; MariaDB's
+    numeric and text settings each in their own spelling."""
+    from tpsbench.commands.my_capture import undo_sql as mysql_undo
+    from tpsbench.commands.pg_capture import undo_sql as pg_undo
+
+    assert pg_undo({"log_min_duration_statement": None, "log_line_prefix": "%m it's"}) == (
+        "ALTER SYSTEM RESET log_min_duration_statement; ALTER SYSTEM SET log_line_prefix = '%m it''s'; "
+        "SELECT pg_reload_conf()")
+    assert mysql_undo({"general_log": "0", "log_output": "FILE"}) == \
+        "SET GLOBAL general_log = 0; SET GLOBAL log_output = 'FILE'"
+
+
+def test_general_log_rows_keep_their_thread_and_database():
+    from tpsbench.commands.my_capture import logged
+
+    rows = [(10.0, 7, "Connect", b"root@localhost on shop using TCP/IP"), (10.1, 7, "Query", b"BEGIN"),
+            (10.2, 8, "Query", b"SELECT 1"), (10.3, 7, "Prepare", b"SELECT ?"), (10.4, 7, "Execute", b"SELECT 5"),
+            (10.5, 8, "Init DB", b"other"), (10.6, 8, "Query", b"SELECT 2")]
+    found = [(e.session, e.database, e.text, e.end) for e in logged(rows, "shop")]
+    assert found == [("7", "shop", "BEGIN", 10.1), ("8", "shop", "SELECT 1", 10.2), ("7", "shop", "SELECT 5", 10.4),
+                     ("8", "other", "SELECT 2", 10.6)]
