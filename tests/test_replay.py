@@ -165,6 +165,8 @@ def test_capture_without_consent_or_duration_is_refused(tmp_path: Path):
     one_line(cli_in_process("capture", "--db", db, "-o", "t.trace", cwd=tmp_path), "--duration")
     one_line(cli_in_process("capture", "--db", db, "--duration", "0s", "-o", "t.trace", "--allow-settings",
                             cwd=tmp_path), "--duration")
+    one_line(cli_in_process("capture", "--db", db, "--log", "pg.log", "--duration", "5s", "-o", "t.trace",
+                            cwd=tmp_path), "--log")
     (tmp_path / "notes.txt").write_text("mine")
     one_line(cli_in_process("capture", "--db", db, "--duration", "5s", "-o", "notes.txt", "--allow-settings",
                             cwd=tmp_path), "not a tpsbench trace")

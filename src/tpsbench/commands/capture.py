@@ -39,6 +39,8 @@ def capture(url: str | None, duration: str | None, output: str, log: str | None 
     path = Path(output)
     check_output(path)
     if log is not None:
+        if duration is not None or allow_settings:
+            raise TpsbenchError("--log reads an existing log: --duration and --allow-settings are for a live capture")
         return _from_log(Path(log), url, path, said)
     if duration is None:
         raise TpsbenchError("capture needs --duration (how long to record), or --log FILE to read an existing log")
