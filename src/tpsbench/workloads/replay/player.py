@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 import re
-import selectors
+import select
 import threading
 import time
 from collections.abc import Callable
@@ -138,7 +138,9 @@ class Player:
 class Multiplexed:
     """Every session on one thread, where the target's cursor can send a statement and
     read its answer later: no thread per session contending for the interpreter, so the
-    replay keeps up with a client written in C (pgbench) on a machine the server shares."""
+    replay keeps up with a client written in C (pgbench) on a machine the server shares.
+    Each connection's socket is watched (epoll) from start to end: watching it anew per
+    statement cost two system calls each."""
 
     def __init__(self, player: Player, played: list[Played], cursors: list[SendingCursor]) -> None:
         self.player = player
@@ -149,52 +151,71 @@ class Multiplexed:
         self.next = [0] * len(played)
         self.waiting = [(d[0], i) for i, d in enumerate(self.due) if d]
         heapq.heapify(self.waiting)
-        self.selector = selectors.DefaultSelector()
+        self.poll = select.epoll()
+        self.session_of = {c.fileno(): i for i, c in enumerate(cursors)}
+        self.watched = [False] * len(cursors)
+        self.busy = [False] * len(cursors)
         self.in_flight = 0
 
     def run(self) -> None:
+        waiting, stop = self.waiting, self.player.stop
         try:
-            while (self.waiting or self.in_flight) and not self.player.stop.is_set():
+            while (waiting or self.in_flight) and not stop.is_set():
                 now = time.perf_counter()
-                while self.waiting and self.waiting[0][0] <= now:
-                    self.send(heapq.heappop(self.waiting)[1])
-                timeout = max(0.0, self.waiting[0][0] - time.perf_counter()) if self.waiting else None
+                while waiting and waiting[0][0] <= now:
+                    self.send(heapq.heappop(waiting)[1])
+                timeout = max(0.0, waiting[0][0] - time.perf_counter()) if waiting else None
                 if not self.in_flight:
                     time.sleep(timeout or 0)
                     continue
-                for key, _ in self.ready(timeout):
-                    i = key.data
-                    try:
-                        done = self.cursors[i].receive()
-                    except Exception as exc:  # noqa: BLE001 - failed() counts a driver's error, raises anything else
-                        self.unwatch(key.fd)
-                        self.player.failed(self.played[i], self.next[i], exc)
-                        self.advance(i)
-                        continue
-                    if done:
-                        self.unwatch(key.fd)
-                        self.finish(i)
+                for fd, _ in self.ready(timeout):
+                    self.answer(self.session_of[fd], fd)
         finally:
-            self.selector.close()
+            self.poll.close()
 
-    def ready(self, timeout: float | None) -> list[tuple[selectors.SelectorKey, int]]:
-        """The answers that came, waiting for them at most ``timeout``. epoll waits whole
+    def ready(self, timeout: float | None) -> list[tuple[int, int]]:
+        """The sockets with answers, waiting for them at most ``timeout``. epoll waits whole
         milliseconds (rounded up), and a statement of a busy client is due within a tenth
         of one: a wait shorter than that sleeps (nanosleep) and then looks without waiting,
         so that the next statement goes on time rather than up to a millisecond late."""
         if timeout is None or timeout >= EPOLL_S:
-            return self.selector.select(None if timeout is None else timeout - EPOLL_S / 2)
-        found = self.selector.select(0)
+            return self.poll.poll(-1 if timeout is None else timeout - EPOLL_S / 2)
+        found = self.poll.poll(0)
         if not found:
             time.sleep(timeout)
-            found = self.selector.select(0)
+            found = self.poll.poll(0)
         return found
+
+    def answer(self, i: int, fd: int) -> None:
+        """Read session ``i``'s answer; a socket readable while nothing was asked (the
+        server ended the connection) is no longer watched: its next statement fails."""
+        if not self.busy[i]:
+            self.poll.unregister(fd)
+            self.watched[i] = False
+            return
+        try:
+            if not self.cursors[i].receive():
+                return
+        except Exception as exc:  # noqa: BLE001 - failed() counts a driver's error, raises anything else
+            self.idle(i)
+            self.player.failed(self.played[i], self.next[i], exc)
+            self.advance(i)
+            return
+        self.idle(i)
+        self.finish(i)
+
+    def idle(self, i: int) -> None:
+        self.busy[i] = False
+        self.in_flight -= 1
 
     def send(self, i: int) -> None:
         query, params = self.statements[i][self.next[i]]
         cursor = self.cursors[i]
         self.played[i].started.append(time.perf_counter())
         try:
+            if not self.watched[i]:
+                self.poll.register(cursor.fileno(), select.EPOLLIN)
+                self.watched[i] = True
             answered = cursor.send_encoded(cursor.encode(query, params))
         except Exception as exc:  # noqa: BLE001 - failed() counts a driver's error, raises anything else
             self.player.failed(self.played[i], self.next[i], exc)
@@ -203,16 +224,12 @@ class Multiplexed:
         if answered:
             self.finish(i)
         else:
-            self.selector.register(cursor.fileno(), selectors.EVENT_READ, i)
+            self.busy[i] = True
             self.in_flight += 1
 
     def finish(self, i: int) -> None:
         self.played[i].latency_s.append(time.perf_counter() - self.due[i][self.next[i]])
         self.advance(i)
-
-    def unwatch(self, fd: int) -> None:
-        self.selector.unregister(fd)
-        self.in_flight -= 1
 
     def advance(self, i: int) -> None:
         """On to the session's next statement, queued at its due time."""
