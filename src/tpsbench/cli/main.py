@@ -16,11 +16,12 @@ from tpsbench import __version__
 from tpsbench.cli import build as cli_build
 from tpsbench.cli import campaign as cli_campaign
 from tpsbench.cli import plan as cli_plan
-from tpsbench.cli import replay as cli_replay
 from tpsbench.cli import report as cli_report
 from tpsbench.cli import run as cli_run
 from tpsbench.cli import serve as cli_serve
 from tpsbench.cli.options import db_option
+from tpsbench.cli.replay import capture as capture_command
+from tpsbench.cli.replay import replay as replay_command
 from tpsbench.core.errors import EXIT_CODES, SAID, CheckFailed, TpsbenchError, interruption_for, signal_of, take_signal
 from tpsbench.core.redact import scrub_text
 from tpsbench.report.progress import make_console
@@ -114,9 +115,11 @@ def presets(workload: str) -> None:
 
 
 for _command in (cli_build.build, cli_build.size, cli_run.run, cli_report.report, cli_report.compare,
-                 cli_report.runs, cli_campaign.campaign, cli_plan.plan, cli_serve.serve,
-                 cli_replay.capture, cli_replay.replay):
+                 cli_report.runs, cli_campaign.campaign, cli_plan.plan, cli_serve.serve):
     cli.add_command(_command)
+
+cli.add_command(capture_command)
+cli.add_command(replay_command)
 
 
 def main(argv: list[str] | None = None) -> None:
