@@ -16,7 +16,6 @@ import json
 import sqlite3
 from pathlib import Path
 
-import jsonschema
 import pytest
 from conftest import cli_in_process
 from test_warmup import tpsbench
@@ -153,6 +152,8 @@ def test_a_warmup_until_steady_ends_once_steady_and_every_format_says_so(pg_url:
     shown = {fmt: cli_in_process("report", "--format", fmt, "--results", results, cwd=tmp_path)
              for fmt in ("json", "markdown", "csv", "rich")}
     assert all(s.returncode == 0 for s in shown.values()), {f: s.stderr for f, s in shown.items()}
+    import jsonschema  # a test dependency only, as in test_repeats
+
     doc = json.loads(shown["json"].stdout)
     jsonschema.Draft202012Validator(json_schema(doc["schema"])).validate(doc)
     warmup = doc["runs"][0]["warmup"]

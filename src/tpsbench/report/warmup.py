@@ -71,7 +71,8 @@ def warmup_text(data: RunData) -> str | None:
     found = warmup_json(data)
     if found is None:
         return None
-    users = f"{found['users']} users, " if found["users"] is not None else ""
+    count = found["users"]
+    users = "" if count is None else f"{count} user, " if count == 1 else f"{count} users, "
     tps = f", {found['tps']:,.1f} TPS" if found["tps"] is not None else ""
     return (f"{users}{clock(found['seconds'])}{tps}: {steady_text(warmup_intervals(data))}"
             f"{until_note(data.readings(WARMUP_STEP))}")
