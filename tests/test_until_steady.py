@@ -136,8 +136,8 @@ def test_a_warmup_until_steady_ends_once_steady_and_every_format_says_so(pg_url:
     built = tpsbench(tmp_path, pg_url, "build", "custom", "--file", "ramp.toml")
     assert built.returncode == 0, built.stderr
     done = tpsbench(tmp_path, pg_url, "run", "custom", "--file", "ramp.toml", "--users", "1", "--processes", "1",
-                    "--rampup", "0.5s", "--warmup", "40s", "--duration", "1s", "--interval", "0.5s",
-                    "--until-steady", "40s")
+                    "--rampup", "0.5s", "--warmup", "60s", "--duration", "1s", "--interval", "1s",
+                    "--until-steady", "60s")  # whole seconds: a p95 of some 40 transactions, not 15
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "the warm-up steady (SNIA, last 5 intervals) after " in done.stderr, done.stderr[-3000:]
     with sqlite3.connect(tmp_path / "results.db") as db:
@@ -145,8 +145,8 @@ def test_a_warmup_until_steady_ends_once_steady_and_every_format_says_so(pg_url:
                                "AND interval IS NULL").fetchall())
         warm = db.execute("SELECT t_end, tps, steady FROM intervals WHERE step = 0 ORDER BY interval").fetchall()
         (first,) = db.execute("SELECT min(t_start) FROM intervals WHERE step = 1").fetchone()
-    # the warm-up ramped, then ended once steady: well before its 40 s, and before step 1
-    assert said["steady"] == 1.0 and 2.5 <= said["measured_s"] < 30, said
+    # the warm-up ramped, then ended once steady: well before its 60 s, and before step 1
+    assert said["steady"] == 1.0 and 5 <= said["measured_s"] < 50, said
     assert not any(steady for *_, steady in warm) and max(t for t, *_ in warm) <= first, warm
     results = f"sqlite:///{tmp_path / 'results.db'}"
     shown = {fmt: cli_in_process("report", "--format", fmt, "--results", results, cwd=tmp_path)

@@ -22,7 +22,9 @@ from conftest import cli_in_process, copy_of
 from tpsbench.commands.warmup import check_warmup, warmup_step
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.engine.steps import LoadStep
-from tpsbench.results.records import Run
+from tpsbench.engine.until_steady import UNTIL_STEADY
+from tpsbench.report.warmup import WARMUP_ROW, warmup_intervals, warmup_json, warmup_rows
+from tpsbench.results.records import Run, RunData, StoredInterval, StoredObservation
 from tpsbench.serve.views import plan, time_left
 
 
@@ -133,3 +135,30 @@ def test_the_live_page_counts_the_warmup_in_the_time_left() -> None:
     assert time_left(run, None, 0.0, 0.0) == 31.0 + 20.0
     assert time_left(run, 0, 100.0, 111.0) == 20.0 + 20.0  # 20 s of the warm-up, then both steps
     assert time_left(run, 1, 200.0, 204.0) == 6.0 + 10.0
+
+
+def _warm(index: int, seconds: float, tps: float) -> StoredInterval:
+    """An interval of the warm-up (step 0) of ``seconds`` at ``tps``, p95 1 ms, never steady."""
+    start = 100.0 + index
+    return StoredInterval(0, index, start, start + seconds, False, 4, tps, 1.0, round(tps * seconds), 0, 0, 0, 0)
+
+
+def test_the_warmup_is_judged_past_its_ramp_up_on_its_whole_intervals() -> None:
+    """Ramp-up (2 x 1 s) and the cut-short tail are not judged; with --until-steady, what its watch took."""
+    run = Run(1, "tpcc", datetime(2026, 1, 1), None, "completed", "",
+              {"users": [4], "rampup_s": 2.0, "interval_s": 1.0, "warmup_s": 6.0})
+    intervals = [_warm(0, 1.0, 10.0), _warm(1, 1.0, 50.0)] + [_warm(i, 1.0, 100.0) for i in range(2, 8)]
+    data = RunData(run, intervals=[*intervals, _warm(8, 0.2, 5.0)])
+    assert [i.interval for i in warmup_intervals(data)] == list(range(2, 8))
+    found = warmup_json(data)
+    assert found is not None and found["tps"] == pytest.approx(100.0) and found["seconds"] == pytest.approx(6.0)
+    assert found["steady_state"]["steady"] is True and found["until_steady"] is None and found["intervals"] == 9
+    assert warmup_rows(data, {"4": 1}) == [(WARMUP_ROW, ["4 users, 6s, 100.0 TPS: steady"])]
+    # a warm-up that its watch ended after 5 intervals, the 6th cut short: only those 5 are judged
+    watched = RunData(run, intervals=[*intervals[:7], _warm(7, 0.9, 20.0)], observations=[
+        StoredObservation(0, None, UNTIL_STEADY, name, value)
+        for name, value in (("steady", 1.0), ("measured_s", 5.0), ("intervals", 5.0))])
+    assert [i.interval for i in warmup_intervals(watched)] == [2, 3, 4, 5, 6]
+    assert warmup_rows(watched, {"8": 2, "4": 1}) == [
+        (WARMUP_ROW, ["", "4 users, 5s, 100.0 TPS: steady; ended once steady after 5s"])]
+    assert warmup_json(RunData(run)) is None and warmup_rows(RunData(run), {"4": 1}) == []
