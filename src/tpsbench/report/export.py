@@ -142,6 +142,7 @@ from tpsbench.report.repeats import Histograms as StoredHistograms
 from tpsbench.report.repeats import is_repeated, repeats_json
 from tpsbench.report.steadiness import steady_state_json
 from tpsbench.report.table import main_metric, run_labels
+from tpsbench.report.warmup import warmup_json
 from tpsbench.results.records import RunData, StoredInterval, StoredStep
 from tpsbench.results.schema import BEFORE_STEP, PROBLEM, WARMUP_STEP
 from tpsbench.results.store import ResultsStore
@@ -232,6 +233,9 @@ def _run(data: RunData, label: str, histograms: Histograms | None, repeats: bool
               "started_at": _time(r.started_at), "ended_at": _time(r.ended_at), "seed": r.seed,
               "tool_version": r.tool_version, "db_url": r.db_url, "notes": r.notes, "config": r.config,
               "server": r.server, "honesty": r.honesty, "steps": steps}
+    warm = warmup_json(data)
+    if warm is not None:  # optional within versions 2 and 3: a run without a warm-up is as before
+        record["warmup"] = warm
     if repeats:
         record["repeats"] = repeats_json(data, None if histograms is None else
                                          lambda run, step, txn: histograms.get((run, step), {}).get(txn))
