@@ -17,7 +17,7 @@ clock), and the run stores them with every worker's facts. Why a limit although 
 offsets are applied: a clock that far off is not kept by NTP, and one that is not kept
 drifts, and may be stepped, while the run goes on.
 
-Only this module and tpsbench.engine.dask.transport import Dask, and only tpsbench.commands.run
+Only this module and tpsbench.engine.dask.transport import Dask, and only tpsbench.commands.run_setup
 imports them, when ``--cluster`` is given: tpsbench without the ``distributed`` extra
 never imports it.
 """
