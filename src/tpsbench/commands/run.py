@@ -119,7 +119,7 @@ def _validate(config: RunConfig) -> Checked:
                       interval_s=config.interval_s, multiplex=config.multiplex, rate=rate, arrivals=config.arrivals,
                       trace_dir=trace_dir)
              for u, rate in zip(loads, paced)]
-    check_steps(steps, None if config.cluster else config.workers or len(os.sched_getaffinity(0)))
+    check_steps(steps, None if config.cluster else config.processes or len(os.sched_getaffinity(0)))
     if config.seed is not None:
         check_seed(config.seed)
     check_text("the storage label", config.storage, STORAGE_LABEL_MOST)
@@ -207,7 +207,7 @@ def _plan(config: RunConfig, prepared: Prepared, live: Callable[[str], None] | N
     try:
         if endpoint is not None:
             endpoint.start()
-        plan = plan_run(ctx, wl, checked.steps, workers=config.workers, target=target,
+        plan = plan_run(ctx, wl, checked.steps, processes=config.processes, target=target,
                         warmup=warmup_step(config.warmup_s, checked.steps[0]),
                         beside=sum(o.connections for o in prepared.watch),
                         capacity=cluster.capacity if cluster else None)

@@ -40,7 +40,8 @@ class RunConfig:
     campaign_rounds: int | None = None
     #: each load is run this many times, the rounds interleaved: 1,20,1,20 (tpsbench.core.repeats)
     repeat: int = 1
-    workers: int | None = None
+    #: driver processes hosting the users, every step spread over all of them (None: the engine's default)
+    processes: int | None = None
     #: None draws a seed, which is stored with the run so that it can be repeated
     seed: int | None = None
     options: dict[str, str] = field(default_factory=dict)
@@ -58,8 +59,8 @@ class RunConfig:
     arrivals: str = "poisson"
     #: a folder where paced steps write every transaction's timestamps (None: no trace)
     trace_dir: str | None = None
-    #: the Dask scheduler whose workers host the users (tpsbench.engine.dask.cluster; None:
-    #: processes on this host), and the workers to use by name, address or host (empty: all)
+    #: the Dask scheduler whose Dask workers host the users (tpsbench.engine.dask.cluster; None:
+    #: processes on this host), and the Dask workers to use by name, address or host (empty: all)
     cluster: str | None = None
     cluster_workers: list[str] = field(default_factory=list)
     #: "warm" (say when the database fits in memory), "cached" (that is the point: say
