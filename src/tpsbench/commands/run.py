@@ -59,6 +59,9 @@ __all__ = ["DEFAULT_USERS", "RunConfig", "RunRecord", "default_observers", "plan
 
 @dataclass
 class RunRecord:
+    """What :func:`run` returns: the run's id and status, its steps, its honesty check and
+    the store that holds it, so that a caller reports without reading the store back."""
+
     run_id: int
     status: str
     outcome: RunOutcome
