@@ -244,7 +244,7 @@ def test_inline_mode_is_todays_terminal_and_deferred_is_configured_apart() -> No
 ])
 def server(request: pytest.FixtureRequest) -> Iterator[str]:
     with (scratch_pg_database if request.param == "postgresql" else scratch_mysql_database)() as url:
-        build("tpcc", 2, url, workers=2, show_progress=False)
+        build("tpcc", 2, url, loaders=2, show_progress=False)
         yield url
 
 
@@ -278,7 +278,7 @@ def test_deferred_run_reports_queue_and_execution_apart_and_passes_the_checks(se
 @pytest.mark.postgresql
 def test_inline_run_has_no_timings_and_the_terminals_deliver(tmp_path: Any) -> None:
     with scratch_pg_database() as url:
-        build("tpcc", 1, url, workers=2, show_progress=False)
+        build("tpcc", 1, url, loaders=2, show_progress=False)
         record = short_run(url, f"sqlite:///{tmp_path}/r.db", "inline")
         assert record.status == "completed" and record.honesty["match"]
         summary = record.outcome.steps[0].summary

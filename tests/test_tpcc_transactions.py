@@ -100,7 +100,7 @@ def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
         scratch = _server_database(backend)
     url = next(scratch)
     try:
-        build("tpcc", SCALE, url, workers=2, seed=SEED, load_time=LOAD_TIME, show_progress=False)
+        build("tpcc", SCALE, url, loaders=2, seed=SEED, load_time=LOAD_TIME, show_progress=False)
         target = open_target(url)
         if path and path not in target.client_paths():
             unavailable(f"--client {path}", target.client_path_missing(path))

@@ -65,7 +65,7 @@ def built(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Db
             url = f"sqlite:///{tmp_path_factory.mktemp('tpce') / 'tpce.db'}"
         else:
             url = stack.enter_context(scratch_pg_database() if backend == "postgresql" else scratch_mysql_database())
-        build("tpce", 1000, url, workers=2, seed=SEED, load_time=LOAD_TIME, show_progress=False, options=BUILD)
+        build("tpce", 1000, url, loaders=2, seed=SEED, load_time=LOAD_TIME, show_progress=False, options=BUILD)
         target = open_target(url)
         meta = read_meta(target, "tpce")
         constants = {k.removeprefix("const_"): int(v) for k, v in meta.items() if k.startswith("const_")}

@@ -48,7 +48,7 @@ storage configuration's label, "" if none; ``started_at``, ``ended_at`` (time; e
 null while running); ``seed`` (int or null) that repeats the run; ``tool_version`` (str or
 null) the tpsbench that ran it; ``db_url`` (str or null, without password); ``notes``
 (str); ``config`` (object) the run's configuration as stored: users (list of int),
-rampup_s, duration_s, interval_s (s), workers, options (the workload's, name -> value),
+rampup_s, duration_s, interval_s (s), processes (runs stored before: workers), options (the workload's, name -> value),
 driver_host (the load host: cpu, cores, memory_mb, os, package versions), campaign and
 campaign_target (or null), storage_file, data_path, and ``config.storage``:
 ``described`` (the configuration from the storage file, or null) and ``detected`` (the
