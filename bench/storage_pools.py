@@ -1,7 +1,7 @@
 """Three storage pools on this machine, one PostgreSQL database on each, all at once.
 
-The storage reviews' experiment in small (../shared/reference/storage-reviews.md,
-section 1): the same TPC-C database built three times on PostgreSQL, each in a
+The storage reviews' experiment in small (one database per drive, all drives at once, as
+docs/storage-reviews.md describes): the same TPC-C database built three times on PostgreSQL, each in a
 tablespace of its own, on a tmpfs (memory: no device), on ext4 over a loop device (a
 file on the disk) and on the disk itself, synchronous_commit on; a concurrent campaign
 over the three at 1, 8 and 32 users. It prints, per pool and step, TPS and p95 and the

@@ -34,7 +34,7 @@ def configuration(run_id: int, storage: str, points: dict[int, tuple[float, floa
     return data
 
 
-#: shared/reference/storage-reviews.md, section 2: RAID controller generations at 300 users
+#: a published review of RAID controller generations at 300 users (docs/examples/perc-h800-h810.toml)
 H800 = configuration(1, "H800", {300: (73.8, 6_659, 0.63)})
 H810 = configuration(2, "H810", {300: (119.9, 14_829, 0.41)})
 

@@ -41,7 +41,7 @@ def run(run_id: int, storage: str, steps: list[SteadySummary | tuple[int, None]]
                            storage=storage), steps=records)
 
 
-#: two drives of shared/reference/storage-reviews.md, section 1
+#: two drives of a published one-database-per-drive TPC-C review
 DRIVES = [
     run(1, 'ENT 10K V3 2.5"', [summary(1, 14.8, 0.0), summary(20, 50.9, 0.4), summary(50, 30.3, 1.6),
                                summary(100, 39.9, 1.7)]),
