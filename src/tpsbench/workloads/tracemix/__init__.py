@@ -14,14 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.session import RunContext, Session
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Option, Workload
 from tpsbench.workloads.custom import CustomWorkload
 from tpsbench.workloads.replay.tables import refuse_missing
 from tpsbench.workloads.replay.trace import read_trace
 from tpsbench.workloads.tracemix.mix import Mix, mix_of
+from tpsbench.workloads.tracemix.session import MixSession
 
 TRACE = Option("file", "", "The trace file (tpsbench capture) whose summary's statements, weights and parameter"
                            " distributions make the mix: docs/replay.md.")
@@ -29,12 +32,12 @@ TRACE = Option("file", "", "The trace file (tpsbench capture) whose summary's st
 
 class TraceMixWorkload(CustomWorkload):
     """A captured trace's normalised statements at their captured weights (--file TRACE),
-    each its own transaction, parameters drawn from the captured distributions."""
+    each its own transaction, parameters drawn from a sample of the captured executions."""
 
     name = "tracemix"
     scale_unit = "(none: it runs on the database as it is)"
     run_options = (TRACE,)
-    build_options = ()
+    build_options = ()  # type: ignore[assignment]  # nothing to build: CustomWorkload has its --file
 
     def __init__(self) -> None:
         super().__init__()
@@ -49,7 +52,7 @@ class TraceMixWorkload(CustomWorkload):
             raise TpsbenchError("tracemix needs --file TRACE: a trace written by tpsbench capture")
         trace = read_trace(Path(path))
         self.source_dialect = trace.dialect
-        self.mix = mix_of(path, trace.summary)
+        self.mix = mix_of(path, trace)
         self.spec = self.mix.spec
         self.transaction_names = tuple(t.name for t in self.spec.transactions)
 
@@ -72,7 +75,12 @@ class TraceMixWorkload(CustomWorkload):
         gone += (f"; {mix.unmatched} statement(s) whose placeholders do not match their captured parameters"
                  if mix.unmatched else "")
         return (f"{said.replace('custom: ', 'tracemix: ', 1)}; {len(mix.statements)} normalised statement(s), "
-                f"each its own transaction, sNN = the NNth statement of the summary kept{gone}")
+                f"each its own transaction, sNN = the NNth statement of the summary kept, its values a sample of its "
+                f"captured executions'{gone}")
+
+    def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
+        assert self.mix is not None, "configure made the mix"
+        return MixSession(ctx, user_id, users, conn, target, self.need_spec(), self.mix.samples)
 
 
 WORKLOAD = TraceMixWorkload
