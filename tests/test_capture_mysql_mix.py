@@ -20,12 +20,11 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from conftest import scratch_mysql_database, unavailable, users_that_fit
-from test_capture_mysql import SRC, SYSBENCH, sysbench
+from test_capture_mysql import SRC, SYSBENCH, capture_sysbench, sysbench
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql]
 
@@ -47,15 +46,8 @@ def test_sysbench_mix_replayed_at_stepped_loads_keeps_its_proportions(tmp_path: 
     with scratch_mysql_database() as source, scratch_mysql_database() as copy:
         for url in (source, copy):
             subprocess.run(sysbench(url, "prepare"), check=True, capture_output=True)
-        bench = subprocess.Popen(sysbench(source, "--threads=4", "--time=10", "--db-ps-mode=disable", "run"),
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(1)
         trace = tmp_path / "sb.trace"
-        cap = subprocess.run([sys.executable, "-m", "tpsbench", "capture", "--db", source, "--duration", "6s",
-                              "-o", str(trace), "--allow-settings"], env=env, capture_output=True, text=True,
-                             timeout=120)
-        bench.communicate(timeout=60)
-        assert cap.returncode == 0, cap.stderr
+        capture_sysbench(source, trace, run_s=10, capture_s=6)
         summary = json.loads(trace.read_text().splitlines()[-2])["summary"]
         kept = [r for r in summary["statements"] if r["statement"].split(" ", 1)[0] in KINDS]
         total = sum(r["count"] for r in kept)

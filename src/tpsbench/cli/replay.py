@@ -87,10 +87,10 @@ def replay(ctx: click.Context, trace_file: str, url: str | None, speed: float | 
     With --as-mix, the trace's summary becomes the tracemix workload, run by `tpsbench
     run tracemix --file FILE` with the options that follow (--users, --duration, --rampup,
     --storage ...): each virtual user deals the normalised statements from a shuffled deck
-    in their captured proportions, one autocommitted transaction each (BEGIN, COMMIT and
-    other statements than SELECT, INSERT, UPDATE, DELETE are left out), integers drawn
-    uniform over their captured range, texts from their most frequent captured values.
-    Its writes go to the trace's own tables, which must exist on the target.
+    in their captured proportions, each a transaction of its own (BEGIN, COMMIT and other
+    statements than SELECT, INSERT, UPDATE, DELETE are left out), its values those of one
+    of its captured executions, drawn from a sample of them. Its writes go to the trace's
+    own tables, which must exist on the target. Replay onto a copy.
 
     \b
       tpsbench replay shop.trace --db postgresql://postgres@test1/shop_copy

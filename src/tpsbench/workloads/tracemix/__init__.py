@@ -49,7 +49,8 @@ class TraceMixWorkload(CustomWorkload):
         Workload.configure(self, options)  # the engine's options and waits; CustomWorkload's reads TOML
         path = options.get("file") or ""
         if not path:
-            raise TpsbenchError("tracemix needs --file TRACE: a trace written by tpsbench capture")
+            raise TpsbenchError("tracemix needs --file TRACE, a trace written by tpsbench capture (tpsbench run "
+                                "tracemix --file TRACE, or tpsbench replay TRACE --as-mix); it builds nothing")
         trace = read_trace(Path(path))
         self.source_dialect = trace.dialect
         self.mix = mix_of(path, trace)
