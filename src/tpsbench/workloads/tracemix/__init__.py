@@ -76,8 +76,8 @@ class TraceMixWorkload(CustomWorkload):
         gone += (f"; {mix.unmatched} statement(s) whose placeholders do not match their captured parameters"
                  if mix.unmatched else "")
         return (f"{said.replace('custom: ', 'tracemix: ', 1)}; {len(mix.statements)} normalised statement(s), "
-                f"each its own transaction, sNN = the NNth statement of the summary kept, its values a sample of its "
-                f"captured executions'{gone}")
+                f"each its own transaction (sNN: the NNth of the summary kept), its values those of one of its "
+                f"sampled captured executions{gone}")
 
     def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
         assert self.mix is not None, "configure made the mix"
