@@ -6,8 +6,8 @@ the results store counts per transaction name: one per statement) within 1 point
 captured one (BEGIN and COMMIT left out, the shares over the statements the mix runs).
 
 Why 1 point holds for steps shorter than the issue's two minutes: every user deals a
-1000-card deck in the captured proportions (each share off by at most half a card,
-0.05 point), so a step departs from them only by each user's unfinished deck; with
+1000-card deck in the captured proportions (each share off by less than a card, 0.1
+point), so a step departs from them only by that and each user's unfinished deck; with
 thousands of statements per step that is well under a tenth of a point, whatever the
 step's length. The two-minute figures come from a hand run (docs/replay.md).
 """

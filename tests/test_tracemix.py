@@ -23,7 +23,7 @@ from tpsbench.core.errors import TpsbenchError
 from tpsbench.workloads.custom import confine
 from tpsbench.workloads.replay.summary import summarise
 from tpsbench.workloads.replay.trace import Statement, Trace, TraceSession, write_trace
-from tpsbench.workloads.tracemix.mix import mix_of
+from tpsbench.workloads.tracemix.mix import DECK, deck_cards, mix_of
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -62,6 +62,15 @@ def test_statements_weighted_by_their_captured_counts_begin_and_commit_left_out(
     ranges = mix.samples[by_text[texts[0]].name]
     assert ranges and all(high - low == 9 for low, high in ranges)
     assert {name for _, name, _ in mix.samples[update.name]} == {f"n{t}" for t in range(30)}
+
+
+@pytest.mark.parametrize("counts", [[29113, *[2911] * 8], [1, 1, 1], [5, 10**6], [7, 13, 29, 101, 997]])
+def test_the_deck_holds_each_share_within_a_card(counts):
+    cards = deck_cards(counts)
+    assert sum(cards) == DECK or min(counts) * DECK < sum(counts) / 2  # a rare one's card on top
+    assert all(c >= 1 for c in cards)
+    for count, card in zip(counts, cards):
+        assert abs(card - DECK * count / sum(counts)) < 1 or card == 1
 
 
 def test_the_trace_tables_are_the_mix_own_and_no_others():

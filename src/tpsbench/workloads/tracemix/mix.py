@@ -83,6 +83,7 @@ def mix_of(path: str, trace: Trace, seed: int = 0) -> Mix:
     if not kept:
         raise TpsbenchError(f"{path} holds no SELECT, INSERT, UPDATE or DELETE to run as a mix")
     total = sum(int(row["count"]) for row, _, _ in kept)
+    cards = deck_cards([int(row["count"]) for row, _, _ in kept])
     problems: list[str] = []
     transactions, statements, captured, samples = [], {}, {}, {}
     for number, (row, named, sample) in enumerate(kept, start=1):
@@ -90,7 +91,7 @@ def mix_of(path: str, trace: Trace, seed: int = 0) -> Mix:
         rollback = (rules.parse(["unique_violation"], path, problems)
                     if row["statement"].split(" ", 1)[0].upper() in WRITES else rules.ErrorNames())
         statement = Statement(SqlText(named, {}), rollback_on=rollback)
-        transactions.append(Transaction(name, float(max(1, round(DECK * row["count"] / total))), {}, (statement,)))
+        transactions.append(Transaction(name, float(cards[number - 1]), {}, (statement,)))
         statements[name], samples[name] = row["statement"], sample
         captured[name] = 100.0 * row["count"] / total
     if problems:
@@ -98,6 +99,18 @@ def mix_of(path: str, trace: Trace, seed: int = 0) -> Mix:
     tables = tuple(sorted({t for row, _, _ in kept for t in row.get("tables", [])}))
     spec = Spec(path, f"the statement mix captured in {path}", (), tuple(transactions), writes=tables)
     return Mix(spec, statements, captured, samples, left_out, left_out_count, unmatched)
+
+
+def deck_cards(counts: list[int]) -> list[int]:
+    """Each count's cards of a :data:`DECK`-card deck: its share rounded so that the cards
+    add up to the deck (largest remainders first), so every share is off by less than a
+    card (a tenth of a point); a statement too rare for one still gets one."""
+    total = sum(counts)
+    exact = [DECK * c / total for c in counts]
+    cards = [int(e) for e in exact]
+    for i in sorted(range(len(counts)), key=lambda i: cards[i] - exact[i])[:DECK - sum(cards)]:
+        cards[i] += 1
+    return [max(1, c) for c in cards]
 
 
 def _named(text: str) -> tuple[str, int]:
