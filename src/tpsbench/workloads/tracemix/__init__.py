@@ -26,8 +26,8 @@ from tpsbench.workloads.replay.trace import read_trace
 from tpsbench.workloads.tracemix.mix import Mix, mix_of
 from tpsbench.workloads.tracemix.session import MixSession
 
-TRACE = Option("file", "", "The trace file (tpsbench capture) whose summary's statements, weights and parameter"
-                           " distributions make the mix: docs/replay.md.")
+TRACE = Option("file", "", "The trace file (tpsbench capture) whose summary's statements and weights, and a"
+                           " sample of each statement's captured values, make the mix: docs/replay.md.")
 
 
 class TraceMixWorkload(CustomWorkload):
