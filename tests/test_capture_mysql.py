@@ -41,6 +41,20 @@ def server_state(url: str) -> tuple[tuple, int]:
             return settings, cur.fetchone()[0]
 
 
+def capture_sysbench(source: str, trace: Path, run_s: int, capture_s: int) -> subprocess.CompletedProcess[str]:
+    """sysbench oltp_read_write at 4 threads with text statements for ``run_s`` on
+    ``source``, captured a second after its start for ``capture_s`` into ``trace``."""
+    bench = subprocess.Popen(sysbench(source, "--threads=4", f"--time={run_s}", "--db-ps-mode=disable", "run"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1)
+    cap = subprocess.run([sys.executable, "-m", "tpsbench", "capture", "--db", source, "--duration", f"{capture_s}s",
+                          "-o", str(trace), "--allow-settings"], env=dict(os.environ, PYTHONPATH=SRC),
+                         capture_output=True, text=True, timeout=120)
+    bench.communicate(timeout=60)
+    assert cap.returncode == 0, cap.stderr
+    return cap
+
+
 def test_sysbench_captured_from_the_general_log_and_replayed(tmp_path: Path):
     if not shutil.which(SYSBENCH):
         unavailable("sysbench", f"no {SYSBENCH}")
@@ -48,16 +62,9 @@ def test_sysbench_captured_from_the_general_log_and_replayed(tmp_path: Path):
         for url in (source, copy):
             subprocess.run(sysbench(url, "prepare"), check=True, capture_output=True)
         before = server_state(source)
-        bench = subprocess.Popen(sysbench(source, "--threads=4", "--time=8", "--db-ps-mode=disable", "run"),
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(1)
         env = dict(os.environ, PYTHONPATH=SRC)
         trace = tmp_path / "sb.trace"
-        cap = subprocess.run([sys.executable, "-m", "tpsbench", "capture", "--db", source, "--duration", "4s",
-                              "-o", str(trace), "--allow-settings"], env=env, capture_output=True, text=True,
-                             timeout=120)
-        bench.communicate(timeout=60)
-        assert cap.returncode == 0, cap.stderr
+        cap = capture_sysbench(source, trace, run_s=8, capture_s=4)
         assert "performance_schema" in cap.stderr or "general log" in cap.stderr
         if before[1] == 0:
             assert server_state(source) == before  # the log's rows went with it

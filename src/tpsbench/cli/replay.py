@@ -59,16 +59,24 @@ def capture(url: str | None, duration: str | None, output: str, log: str | None,
     make_console().print(table)
 
 
-@click.command()
+@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("trace_file", metavar="FILE")
 @db_option
-@click.option("--speed", type=float, default=1.0, show_default=True, metavar="FACTOR",
-              help="Replay faster (2: every gap halved) or slower (0.5) than captured; more than 0.")
+@click.option("--speed", type=float, default=None, metavar="FACTOR",
+              help="Replay faster (2: every gap halved) or slower (0.5) than captured; more than 0. [default: 1]")
 @click.option("--stop-on-error", is_flag=True,
               help="Stop at the first statement that fails on the target; by default failures are counted "
                    "and sampled per statement and the replay goes on.")
-def replay(trace_file: str, url: str | None, speed: float, stop_on_error: bool) -> None:
-    """Re-issue a captured trace's sessions against a database with their original timing.
+@click.option("--as-mix", is_flag=True,
+              help="Run the trace's summary as a workload instead: each normalised statement a transaction of "
+                   "its own, dealt by its captured weight, its parameters drawn from their captured values, at "
+                   "stepped --users loads with every option of `tpsbench run` (see `tpsbench run tracemix "
+                   "--help`), stored and reported as any run.")
+@click.pass_context
+def replay(ctx: click.Context, trace_file: str, url: str | None, speed: float | None, stop_on_error: bool,
+           as_mix: bool) -> None:
+    """Re-issue a captured trace's sessions against a database with their original timing,
+    or (--as-mix) run its statement mix at stepped user loads.
 
     Each traced session gets its own connection and sends its statements at their
     captured offsets (divided by --speed), open loop: latency counts from each statement's
@@ -76,10 +84,28 @@ def replay(trace_file: str, url: str | None, speed: float, stop_on_error: bool) 
     target missing a table the trace uses is refused. Replay onto a copy: the trace's
     writes are executed.
 
+    With --as-mix, the trace's summary becomes the tracemix workload, run by `tpsbench
+    run tracemix --file FILE` with the options that follow (--users, --duration, --rampup,
+    --storage ...): each virtual user deals the normalised statements from a shuffled deck
+    in their captured proportions, each a transaction of its own (BEGIN, COMMIT and other
+    statements than SELECT, INSERT, UPDATE, DELETE are left out), its values those of one
+    of its captured executions, drawn from a sample of them. Its writes go to the trace's
+    own tables, which must exist on the target. Replay onto a copy.
+
     \b
       tpsbench replay shop.trace --db postgresql://postgres@test1/shop_copy
       tpsbench replay shop.trace --db postgresql://postgres@test1/shop_copy --speed 2
+      tpsbench replay shop.trace --as-mix --db mysql://root@test1/shop_copy --users 1,8,32 --duration 2m
     """
+    if as_mix:
+        if speed is not None or stop_on_error:
+            raise click.UsageError("--speed and --stop-on-error time a trace's replay; --as-mix runs its mix at "
+                                   "stepped loads instead: leave them out")
+        _as_mix(ctx, trace_file, url)
+        return
+    if ctx.args:
+        raise click.UsageError(f"no such option: {ctx.args[0]} (the options of `tpsbench run` go with --as-mix)")
+    speed = 1.0 if speed is None else speed
     from tpsbench.commands.replay import replay as run_replay
 
     result = run_replay(trace_file, url, speed, stop_on_error)
@@ -100,3 +126,17 @@ def replay(trace_file: str, url: str | None, speed: float, stop_on_error: bool) 
     if result.stopped_by:
         click.echo(f"tpsbench: replay stopped at the first error (--stop-on-error): {result.stopped_by}", err=True)
         raise SystemExit(1)
+
+
+def _as_mix(ctx: click.Context, trace_file: str, url: str | None) -> None:
+    """``run tracemix --file FILE [--db URL] ARGS``: the mix runs through run's own command."""
+    from tpsbench.cli.run import run
+
+    for arg in ctx.args:
+        if arg == "--file" or arg.startswith("--file="):
+            raise click.UsageError("--as-mix runs the trace FILE given first: leave out --file")
+    command = run.get_command(ctx, "tracemix")
+    assert command is not None, "the tracemix workload is one of tpsbench's own"
+    args = ["--file", trace_file, *(["--db", url] if url else []), *ctx.args]
+    with command.make_context("tpsbench replay FILE --as-mix", args, parent=ctx) as sub:
+        command.invoke(sub)

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.target import Target
 from tpsbench.targets import open_target
 from tpsbench.workloads.replay.normalise import normalise
 from tpsbench.workloads.replay.player import SAMPLES, Played, Player
+from tpsbench.workloads.replay.tables import refuse_missing
 from tpsbench.workloads.replay.trace import Trace, read_trace
 
 #: the fastest a replay may go (a gap of one second becomes a millisecond)
@@ -64,17 +64,6 @@ def check_speed(speed: float) -> float:
     return speed
 
 
-def missing_tables(target: Target, tables: list[str]) -> list[str]:
-    """The tables of ``tables`` the target cannot see (PostgreSQL: through its search_path,
-    catalogue views included)."""
-    if target.dialect == "postgresql":
-        with target.session("checking the trace's tables") as conn:
-            return [t for t in tables
-                    if conn.execute("SELECT to_regclass(%s)", (t,)).fetchone()[0] is None]
-    have = target.table_names()
-    return [t for t in tables if t.lower() not in have]
-
-
 def replay(path: str, url: str | None, speed: float = 1.0, stop_on_error: bool = False) -> ReplayResult:
     """Replay the trace in ``path`` against ``url`` at ``speed``; see the module docstring."""
     check_speed(speed)
@@ -83,10 +72,7 @@ def replay(path: str, url: str | None, speed: float = 1.0, stop_on_error: bool =
     if target.dialect != trace.dialect:
         raise TpsbenchError(f"{path} was captured on {trace.dialect}; the target is {target.dialect}: "
                             "a trace replays on the same kind of database")
-    missing = missing_tables(target, list(trace.summary.get("tables", [])))
-    if missing:
-        raise TpsbenchError(f"the target has no table {missing[0]}, which the trace uses"
-                            + (f" (nor {', '.join(missing[1:])})" if missing[1:] else "") + ": nothing replayed")
+    refuse_missing(target, list(trace.summary.get("tables", [])), "nothing replayed")
 
     def connect() -> Any:
         conn = target.connect()

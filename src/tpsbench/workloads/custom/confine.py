@@ -56,7 +56,7 @@ class Confiner:
         self.spec = found
         self.dialect = dialect
         self.read = SQLGLOT.get(dialect, dialect)
-        self.declared = {self.norm(t.name) for t in found.tables}
+        self.declared = {self.norm(name) for name in (*(t.name for t in found.tables), *found.writes)}
         self.readable = self.declared | {self.norm(name) for name in found.reads}
         self.problems: list[str] = []
 

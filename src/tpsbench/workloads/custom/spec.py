@@ -107,6 +107,10 @@ class Spec:
     retry_on: rules.ErrorNames = field(default_factory=rules.ErrorNames)
     #: other tables the file's statements may read (never write): confine.py holds them to it
     reads: tuple[str, ...] = ()
+    #: tables that exist on the target already and that the statements may write without
+    #: declaring them as [[table]]s: set only by code that builds a Spec itself (a mix from
+    #: a captured trace, whose tables are the application's), never by a file
+    writes: tuple[str, ...] = ()
 
     def sizes(self, scale: int) -> dict[str, int]:
         """Rows per table at ``scale``: what "rows:TABLE" bounds mean."""
