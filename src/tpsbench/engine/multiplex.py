@@ -23,10 +23,9 @@ slot, connects and opens the session as always, then hands the user over with
 stopped or because the connection was lost (the thread then reconnects with back-off
 and hands the user over again). So connecting, which blocks, never stalls the others.
 
-Latency is timed from just before a transaction's first statement is sent to the moment
-the shared thread has read its last result, the same points as the threaded path's
-``execute()``: a user whose result waited while the thread was busy with another user's
-waits in that time, as a user thread waits for the GIL."""
+Latency is timed from the end of the keying time (else just before the first statement
+is sent) to the last result read, as on the threaded path: a late wake-up or a result
+waiting while the thread served another user counts in it."""
 
 from __future__ import annotations
 
@@ -49,9 +48,8 @@ from tpsbench.core.target import Target
 from tpsbench.engine.users import triage
 from tpsbench.measure.recorder import IntervalRecorder
 
-#: how long join() waits for the shared thread to end once it has given up on answers still out:
-#: it ends at once when woken, but must count those answers in doubt before the worker's last
-#: report, on a machine that may be busy
+#: how long join() waits for the shared thread to end once it has given up on answers still
+#: out: it ends at once when woken, but must count them in doubt before the last report
 GIVE_UP_WAIT_S = 2.0
 #: transactions a user draws at once, each begun and its first statement encoded (Multiplexer.draw_ahead)
 DRAW_AHEAD = 16
@@ -61,7 +59,7 @@ class Hosted:
     """One user while the shared thread runs it: its session and transaction in flight."""
 
     __slots__ = ("session", "cur", "fd", "armed", "done", "lost", "name", "inputs", "ahead", "steps", "encoded",
-                 "retries", "t0")
+                 "retries", "t0", "began", "due", "waiting")
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -86,6 +84,8 @@ class Hosted:
         self.encoded: Any = None
         self.retries = 0
         self.t0 = 0
+        #: the wait at hand (Multiplexer.after): began, due (ns; 0: no keying time), timing name
+        self.began, self.due, self.waiting = 0, 0, ""
 
 
 class Multiplexer:
@@ -199,6 +199,7 @@ class Multiplexer:
                     now = time.monotonic()
                     while timers and timers[0][0] <= now:
                         _, _, slot, then = heapq.heappop(timers)
+                        self.woke(slot)
                         then(slot)
         except Exception as exc:  # noqa: BLE001 - e.g. a session's inputs() failing: its users are told
             self.failure = f"{type(exc).__name__}: {first_line(exc)}"
@@ -238,10 +239,11 @@ class Multiplexer:
             self.draw_ahead(slot)
         name, slot.inputs, slot.steps, slot.encoded = slot.ahead.popleft()
         slot.name = name
+        slot.due = 0
         if self.think:
             wait = slot.session.keying_time(name)
             if wait > 0:
-                self.after(wait, slot, self.begin)
+                self.after(wait, slot, self.begin, self.rec.keying_names[name])
                 return
         self.begin(slot)
 
@@ -277,7 +279,8 @@ class Multiplexer:
         """Send the transaction's first statement, encoded ahead (draw_ahead), else start
         its first attempt; the clock starts here."""
         slot.retries = 0
-        slot.t0 = time.perf_counter_ns()
+        # from the end of its keying time when it had one: a late wake-up counts in its latency
+        slot.t0 = slot.due or time.perf_counter_ns()
         if slot.encoded is None:
             self.attempt(slot)
             return
@@ -363,12 +366,19 @@ class Multiplexer:
         think, then the next."""
         wait = slot.session.think_time(slot.name)
         if wait > 0 and not self.stop.is_set():
-            self.after(wait, slot, self.next_transaction)
+            self.after(wait, slot, self.next_transaction, self.rec.think_names[slot.name])
             return
         self.next_transaction(slot)
 
-    def after(self, seconds: float, slot: Hosted, then: Callable[[Hosted], None]) -> None:
+    def after(self, seconds: float, slot: Hosted, then: Callable[[Hosted], None], waiting: str) -> None:
+        """Do ``then`` in ``seconds``: a keying or think time (``waiting``: its timing name)."""
+        slot.began = now = time.perf_counter_ns()
+        slot.due, slot.waiting = now + int(seconds * 1e9), waiting
         heapq.heappush(self.timers, (time.monotonic() + seconds, next(self.order), slot, then))
+
+    def woke(self, slot: Hosted) -> None:  # a wait ended: how long, and how late against its draw
+        now = time.perf_counter_ns()
+        self.rec.record_wait(slot.waiting, (now - slot.began) // 1000, (now - slot.due) // 1000)
 
     def quiet(self, fd: int) -> None:
         """A socket readable with no statement out (a server closing the connection while

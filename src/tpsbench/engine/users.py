@@ -194,6 +194,7 @@ class VirtualUser:
     def hot_loop(self, session: Session, stop: threading.Event, think: bool) -> None:
         """Hot path: nothing here allocates beyond the session's own work and one record()."""
         rec, clock = self.recorder, time.perf_counter_ns
+        keyed, thought, waited = rec.keying_names, rec.think_names, rec.record_wait
         if stop.is_set():
             return
         # ``while True``: CPython 3.11 specializes a function's bytecode only once it has
@@ -204,12 +205,20 @@ class VirtualUser:
                 if stop.is_set():
                     return
                 continue
+            due = 0
             if think:
                 wait = session.keying_time(name)
-                if wait > 0 and stop.wait(wait):
-                    return
+                if wait > 0:
+                    # the transaction's clock starts when its keying time ends (due), not
+                    # when the user woke: a late wake-up counts in its latency
+                    began = clock()
+                    due = began + int(wait * 1e9)
+                    if stop.wait(wait):
+                        return
+                    woke = clock()
+                    waited(keyed[name], (woke - began) // 1000, (woke - due) // 1000)
             inputs = session.inputs(name)
-            t0 = clock()
+            t0 = due or clock()
             self.busy = name
             outcome = self.attempts(session, name, inputs, stop)
             # the one look at ``stop`` per transaction, for the loop too: once the step has
@@ -224,8 +233,12 @@ class VirtualUser:
                 return
             if think:
                 wait = session.think_time(name)
-                if wait > 0 and stop.wait(wait):
-                    return
+                if wait > 0:
+                    began = clock()
+                    if stop.wait(wait):
+                        return
+                    woke = clock()
+                    waited(thought[name], (woke - began) // 1000, (woke - began) // 1000 - int(wait * 1e6))
             if stopped:
                 return
 

@@ -1,0 +1,119 @@
+"""Keying and think times as users realised them, and how late they woke: what a step of
+many sleeping users (TPC-C's rules: some 21 s a transaction) must show to be trusted.
+
+Why: a user asked to think 12 s that wakes 40 ms late runs a lighter load than asked, and
+a driver holding thousands of sleeping users can fall behind without any error. Each
+ended wait is recorded by the engine (IntervalRecorder.record_wait) as two timings of the
+step: its realised length under ``wait:keying:NAME`` or ``wait:think:NAME``, and its
+lateness (actual wake-up minus the end its draw set) under ``wait:lag``. They are
+HdrHistograms like every timing, so they merge across workers and intervals exactly and
+are stored with the step's summary. :func:`ks_negexp` tests realised think times against
+the truncated negative exponential they were drawn from; :func:`wait_stats` reads a
+step's timings back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from tpsbench.measure.histogram import LatencyHistogram
+
+PREFIX = "wait:"
+#: the wake-up lag of every wait, all transaction types together
+LAG = PREFIX + "lag"
+
+
+def keying_name(txn: str) -> str:
+    """The timing name of ``txn``'s realised keying times."""
+    return f"{PREFIX}keying:{txn}"
+
+
+def think_name(txn: str) -> str:
+    """The timing name of ``txn``'s realised think times."""
+    return f"{PREFIX}think:{txn}"
+
+
+def names(txns: Iterable[str]) -> list[str]:
+    """Every wait timing a recorder of these transactions can hold."""
+    txns = tuple(txns)
+    return [LAG, *map(keying_name, txns), *map(think_name, txns)]
+
+
+def is_wait(name: str) -> bool:
+    """Whether a timing is one of these (reports show them apart, not as latency rows)."""
+    return name.startswith(PREFIX)
+
+
+def values_of(hist: LatencyHistogram) -> np.ndarray:
+    """A histogram's values in microseconds, each counter's at the middle of its range,
+    repeated by its count: to within the histogram's 3 significant digits the sample."""
+    middles, counts = hist.nonzero()
+    return np.repeat(middles, counts)
+
+
+def ks_negexp(hist: LatencyHistogram, mean_s: float, cap: float = 10.0, shift_s: float = 0.0) -> float:
+    """Kolmogorov-Smirnov p-value of realised waits (``hist``, microseconds) against a
+    negative exponential of mean ``mean_s`` truncated at ``cap`` times it, shifted by
+    ``shift_s`` (a wait a user ends ``shift_s`` late on average, if one wants to allow
+    it). Truncated means capped: the draw is min(X, cap*mean), so the cap holds the tail's
+    mass as an atom; the CDF below it is the exponential's and 1 at it. NaN when empty."""
+    from scipy import stats  # imported here: a report or a worker need not load scipy
+
+    sample = values_of(hist) / 1e6 - shift_s
+    if sample.size == 0:
+        return math.nan
+    top = cap * mean_s
+
+    def cdf(x: float) -> float:  # called with the whole sorted sample at once
+        v = np.asarray(x, dtype=float)
+        return np.where(v >= top, 1.0, 1.0 - np.exp(-np.clip(v, 0.0, None) / mean_s))  # type: ignore[return-value]
+
+    return float(stats.kstest(sample, cdf).pvalue)
+
+
+@dataclass(frozen=True)
+class WaitStats:
+    """What a step's waits were: wake-up lag percentiles (ms), realised mean keying and
+    think time per transaction type (s), and how many waits ended."""
+
+    lag_p50_ms: float
+    lag_p99_ms: float
+    lag_max_ms: float
+    waits: int
+    keying_mean_s: dict[str, float]
+    think_mean_s: dict[str, float]
+
+
+def decoded(waits: Mapping[str, str]) -> dict[str, LatencyHistogram]:
+    """A step's wait histograms (SteadySummary.waits) decoded."""
+    return {name: LatencyHistogram.decode(text) for name, text in waits.items()}
+
+
+def wait_stats(timings: Mapping[str, LatencyHistogram]) -> WaitStats | None:
+    """A step's :class:`WaitStats` from its wait histograms (:func:`decoded`); None when
+    no user waited."""
+    lag = timings.get(LAG)
+    if lag is None or lag.count() == 0:
+        return None
+    p50, p99 = lag.percentiles((50.0, 99.0))
+    keying = {name[len(keying_name("")):]: hist.mean() / 1e6 for name, hist in timings.items()
+              if name.startswith(keying_name("")) and hist.count()}
+    think = {name[len(think_name("")):]: hist.mean() / 1e6 for name, hist in timings.items()
+             if name.startswith(think_name("")) and hist.count()}
+    return WaitStats(p50 / 1000, p99 / 1000, lag.max() / 1000, lag.count(), keying, think)
+
+
+def describe(stats: WaitStats | None) -> list[str]:
+    """The report's lines on waits: nothing when users did not wait."""
+    if stats is None:
+        return []
+    lines = [f"Wake-up lag p50/p99/max: {stats.lag_p50_ms:.2f} / {stats.lag_p99_ms:.2f} / {stats.lag_max_ms:.2f} ms"
+             f" over {stats.waits} waits"]
+    for label, means in (("keying", stats.keying_mean_s), ("think", stats.think_mean_s)):
+        if means:
+            lines.append(f"Realised {label} mean (s): " + ", ".join(f"{n} {v:.2f}" for n, v in means.items()))
+    return lines
