@@ -47,6 +47,7 @@ from tpsbench.core.session import Session
 from tpsbench.core.target import Target
 from tpsbench.engine.users import triage
 from tpsbench.measure.recorder import IntervalRecorder
+from tpsbench.measure.waits import LAG
 
 #: how long join() waits for the shared thread to end once it has given up on answers still
 #: out: it ends at once when woken, but must count them in doubt before the last report
@@ -59,7 +60,7 @@ class Hosted:
     """One user while the shared thread runs it: its session and transaction in flight."""
 
     __slots__ = ("session", "cur", "fd", "armed", "done", "lost", "name", "inputs", "ahead", "steps", "encoded",
-                 "retries", "t0", "began", "due", "waiting")
+                 "retries", "t0", "due")
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -84,8 +85,8 @@ class Hosted:
         self.encoded: Any = None
         self.retries = 0
         self.t0 = 0
-        #: the wait at hand (Multiplexer.after): began, due (ns; 0: no keying time), timing name
-        self.began, self.due, self.waiting = 0, 0, ""
+        #: when the wait at hand ends by its draw (perf_counter ns; 0: no keying time)
+        self.due = 0
 
 
 class Multiplexer:
@@ -372,13 +373,12 @@ class Multiplexer:
 
     def after(self, seconds: float, slot: Hosted, then: Callable[[Hosted], None], waiting: str) -> None:
         """Do ``then`` in ``seconds``: a keying or think time (``waiting``: its timing name)."""
-        slot.began = now = time.perf_counter_ns()
-        slot.due, slot.waiting = now + int(seconds * 1e9), waiting
+        slot.due = time.perf_counter_ns() + int(seconds * 1e9)
+        self.rec.record_wait(waiting, seconds * 1e6)
         heapq.heappush(self.timers, (time.monotonic() + seconds, next(self.order), slot, then))
 
-    def woke(self, slot: Hosted) -> None:  # a wait ended: how long, and how late against its draw
-        now = time.perf_counter_ns()
-        self.rec.record_wait(slot.waiting, (now - slot.began) // 1000, (now - slot.due) // 1000)
+    def woke(self, slot: Hosted) -> None:  # a wait ended: how late against its draw
+        self.rec.record_wait(LAG, (time.perf_counter_ns() - slot.due) // 1000)
 
     def quiet(self, fd: int) -> None:
         """A socket readable with no statement out (a server closing the connection while

@@ -31,6 +31,7 @@ from tpsbench.core.session import Session
 from tpsbench.core.target import Target, close_quietly
 from tpsbench.engine.pacing import LAG, SERVICE, Schedule
 from tpsbench.measure.recorder import IntervalRecorder
+from tpsbench.measure.waits import LAG as LATE
 
 if TYPE_CHECKING:
     from tpsbench.engine.multiplex import Multiplexer
@@ -194,7 +195,7 @@ class VirtualUser:
     def hot_loop(self, session: Session, stop: threading.Event, think: bool) -> None:
         """Hot path: nothing here allocates beyond the session's own work and one record()."""
         rec, clock = self.recorder, time.perf_counter_ns
-        keyed, thought, waited = rec.keying_names, rec.think_names, rec.record_wait
+        keyed, thought, waited, lag = rec.keying_names, rec.think_names, rec.record_wait, LATE
         if stop.is_set():
             return
         # ``while True``: CPython 3.11 specializes a function's bytecode only once it has
@@ -211,12 +212,11 @@ class VirtualUser:
                 if wait > 0:
                     # the transaction's clock starts when its keying time ends (due), not
                     # when the user woke: a late wake-up counts in its latency
-                    began = clock()
-                    due = began + int(wait * 1e9)
+                    due = clock() + int(wait * 1e9)
+                    waited(keyed[name], wait * 1e6)
                     if stop.wait(wait):
                         return
-                    woke = clock()
-                    waited(keyed[name], (woke - began) // 1000, (woke - due) // 1000)
+                    waited(lag, (clock() - due) // 1000)
             inputs = session.inputs(name)
             t0 = due or clock()
             self.busy = name
@@ -234,11 +234,11 @@ class VirtualUser:
             if think:
                 wait = session.think_time(name)
                 if wait > 0:
-                    began = clock()
+                    due = clock() + int(wait * 1e9)
+                    waited(thought[name], wait * 1e6)
                     if stop.wait(wait):
                         return
-                    woke = clock()
-                    waited(thought[name], (woke - began) // 1000, (woke - began) // 1000 - int(wait * 1e6))
+                    waited(lag, (clock() - due) // 1000)
             if stopped:
                 return
 

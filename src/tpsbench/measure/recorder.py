@@ -97,15 +97,13 @@ class IntervalRecorder:
             except KeyError:
                 raise ValueError(f"unknown timing {name!r}; known: {', '.join(self.timing_names) or 'none'}") from None
 
-    def record_wait(self, name: str, realised_us: float, lag_us: float) -> None:
-        """One keying or think time that ended (``name`` from :attr:`keying_names` or
-        :attr:`think_names`): how long the user waited, and how late it woke against the
-        end its draw set. No lock (as record()): a list append is atomic under the GIL,
-        and take() swaps the lists under its lock; a value appended to a list just
+    def record_wait(self, name: str, value_us: float) -> None:
+        """A keying or think time as drawn, when drawn (``name`` from :attr:`keying_names`
+        or :attr:`think_names`), or how late a user woke from one (waits.LAG): see
+        tpsbench.measure.waits. No lock (as record()): a list append is atomic under the
+        GIL, and take() swaps the lists under its lock; a value appended to a list just
         swapped is lost, which a wait's statistics can afford and a latency could not."""
-        bufs = self._waits
-        bufs[name].append(realised_us)
-        bufs[waits.LAG].append(lag_us)
+        self._waits[name].append(value_us)
 
     def _flush(self, name: str, committed: bool, buf: list[float]) -> None:
         with self._lock:
