@@ -65,22 +65,27 @@ def values_of(hist: LatencyHistogram) -> np.ndarray:
     return np.repeat(middles, counts)
 
 
-def ks_negexp(hist: LatencyHistogram, mean_s: float, cap: float = 10.0, shift_s: float = 0.0) -> float:
-    """Kolmogorov-Smirnov p-value of realised waits (``hist``, microseconds) against a
-    negative exponential of mean ``mean_s`` truncated at ``cap`` times it, shifted by
-    ``shift_s`` (a wait a user ends ``shift_s`` late on average, if one wants to allow
-    it). Truncated means capped: the draw is min(X, cap*mean), so the cap holds the tail's
-    mass as an atom; the CDF below it is the exponential's and 1 at it. NaN when empty."""
+def ks_negexp(parts: Iterable[tuple[LatencyHistogram, float]], cap: float = 10.0) -> float:
+    """Kolmogorov-Smirnov p-value of waits (histograms in microseconds) against negative
+    exponentials truncated at ``cap`` times their means: ``parts`` pairs each histogram
+    with the mean in seconds its waits were asked to have (TPC-C: one per transaction
+    type), and the whole sample is tested against their mixture, weighted by count.
+    Truncated means capped: the draw is min(X, cap*mean), so the cap holds the tail's
+    mass; below it the CDF is the exponential's. NaN when there is no wait at all."""
     from scipy import stats  # imported here: a report or a worker need not load scipy
 
-    sample = values_of(hist) / 1e6 - shift_s
+    samples = [(values_of(hist) / 1e6, mean) for hist, mean in parts]
+    sample = np.concatenate([values for values, _ in samples]) if samples else np.empty(0)
     if sample.size == 0:
         return math.nan
-    top = cap * mean_s
+    weights = [(values.size / sample.size, mean) for values, mean in samples if values.size]
 
     def cdf(x: float) -> float:  # called with the whole sorted sample at once
-        v = np.asarray(x, dtype=float)
-        return np.where(v >= top, 1.0, 1.0 - np.exp(-np.clip(v, 0.0, None) / mean_s))  # type: ignore[return-value]
+        v = np.clip(np.asarray(x, dtype=float), 0.0, None)
+        total = np.zeros_like(v)
+        for w, mean in weights:
+            total += w * np.where(v >= cap * mean, 1.0, 1.0 - np.exp(-v / mean))
+        return total  # type: ignore[no-any-return]
 
     return float(stats.kstest(sample, cdf).pvalue)
 
