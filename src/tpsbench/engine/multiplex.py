@@ -49,9 +49,11 @@ from tpsbench.engine.users import triage
 from tpsbench.measure.recorder import IntervalRecorder
 from tpsbench.measure.waits import LAG
 
-#: how long join() waits for the shared thread to end once it has given up on answers still
-#: out: it ends at once when woken, but must count them in doubt before the last report
+#: how long join() waits for the shared thread to end once it gave up on answers still out
 GIVE_UP_WAIT_S = 2.0
+#: how often a hosted user's own thread looks whether the step is over (Multiplexer.host):
+#: once a second, 2,000 users asleep took the GIL 2,000 times a second from those woken
+HOSTED_CHECK_S = 10.0
 #: transactions a user draws at once, each begun and its first statement encoded (Multiplexer.draw_ahead)
 DRAW_AHEAD = 16
 
@@ -110,14 +112,13 @@ class Multiplexer:
         #: users by socket: all of them, and those waiting for a result
         self.hosted: dict[int, Hosted] = {}
         self.in_flight: dict[int, Hosted] = {}
-        #: users whose statement was answered as it was sent (SendingCursor.send_encoded),
-        #: their socket drained already: resumed on the thread's next pass, never waited on
+        #: users answered as their statement was sent (SendingCursor.send_encoded): resumed
+        #: on the thread's next pass, never waited on
         self.ready: deque[Hosted] = deque()
         #: (due on the monotonic clock, tie-breaker, user, what to do then): keying and think times
         self.timers: list[tuple[float, int, Hosted, Callable[[Hosted], None]]] = []
         self.order = itertools.count()
-        #: set when the worker stops waiting for answers still out (a server that hangs)
-        self.abandon = False
+        self.abandon = False  # set when the worker stops waiting for answers still out
         #: ``stop`` as the shared thread last saw it (once per wake-up: an attribute is read
         #: per transaction for a fraction of what ``stop.is_set()`` costs)
         self.stopping = False
@@ -143,7 +144,7 @@ class Multiplexer:
 
     def wake(self) -> None:
         """Have the shared thread look at its inbox and at ``stop`` now (call after setting
-        ``stop``; a hosting thread rings within a second anyway when it sees ``stop`` set)."""
+        ``stop``; a hosting thread rings anyway when it sees ``stop`` set)."""
         with contextlib.suppress(OSError):  # the counter is full: it is rung already
             os.eventfd_write(self.bell, 1)
 
@@ -161,9 +162,9 @@ class Multiplexer:
         self.inbox.append(slot)
         self.wake()
         # a waiting thread that woke often would take the GIL from the shared thread as
-        # often: it wakes once a second only, for the case where the shared thread ended
-        # before it saw this user (the step is over), or was not woken at the stop
-        while not slot.done.wait(1.0) and self.thread.is_alive():
+        # often: it wakes every HOSTED_CHECK_S, for a shared thread that ended before it
+        # saw this user (the step is over), or was not woken at the stop
+        while not slot.done.wait(HOSTED_CHECK_S) and self.thread.is_alive():
             if self.stop.is_set():
                 self.wake()
         if self.failure is not None:
