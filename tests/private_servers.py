@@ -178,6 +178,8 @@ admin_users = {user}
 pool_mode = transaction
 default_pool_size = {pool}
 max_client_conn = {clients}
+log_connections = 0
+log_disconnections = 0
 """
 
 
@@ -194,8 +196,10 @@ def private_pgbouncer(host: str, port: int, user: str, *, pool: int, clients: in
     (folder / "pgbouncer.ini").write_text(PGBOUNCER_INI.format(host=host, port=port, listen=listen, folder=folder,
                                                                user=user, pool=pool, clients=clients))
     as_root = ["-u", "nobody"] if os.geteuid() == 0 else []
-    process = subprocess.Popen([binary, *as_root, str(folder / "pgbouncer.ini")], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT)
+    # its log to a file: a pipe nobody reads fills up with thousands of clients, and then
+    # PgBouncer blocks on its next line and answers no one
+    log = (folder / "pgbouncer.log").open("wb")
+    process = subprocess.Popen([binary, *as_root, str(folder / "pgbouncer.ini")], stdout=log, stderr=subprocess.STDOUT)
     try:
         import psycopg
 
@@ -204,9 +208,11 @@ def private_pgbouncer(host: str, port: int, user: str, *, pool: int, clients: in
                                                connect_timeout=2).close(), timeout=20)
         except psycopg.Error as exc:
             process.kill()
-            unavailable("a private pgbouncer", process.communicate()[0].decode(errors="replace")[-300:] or exc)
+            process.wait()
+            unavailable("a private pgbouncer", (folder / "pgbouncer.log").read_text(errors="replace")[-300:] or exc)
         yield listen
     finally:
         process.terminate()
         process.wait(timeout=10)
+        log.close()
         shutil.rmtree(folder, ignore_errors=True)
