@@ -55,7 +55,7 @@ from tpsbench.targets import open_target
 from tpsbench.workloads.tpcc.mix import KEYING_S, THINK_CAP, THINK_MEAN_S, TRANSACTIONS
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
-from private_servers import private_pgbouncer, private_server  # type: ignore[import-not-found]  # noqa: E402
+from private_servers import private_pgbouncer, private_server  # type: ignore[import-not-found]
 
 OUT = Path(__file__).parent / "results" / "fifteen_thousand.txt"
 DB = "tpsb_15k"
