@@ -87,8 +87,7 @@ class Hosted:
         self.encoded: Any = None
         self.retries = 0
         self.t0 = 0
-        #: when the wait at hand ends by its draw (perf_counter ns; 0: no keying time)
-        self.due = 0
+        self.due = 0  # when the wait at hand ends by its draw (perf_counter ns; 0: no keying time)
 
 
 class Multiplexer:
@@ -373,7 +372,7 @@ class Multiplexer:
         self.next_transaction(slot)
 
     def after(self, seconds: float, slot: Hosted, then: Callable[[Hosted], None], waiting: str) -> None:
-        """Do ``then`` in ``seconds``: a keying or think time (``waiting``: its timing name)."""
+        """Do ``then`` in ``seconds``: a keying or think time (``waiting``), its draw recorded."""
         slot.due = time.perf_counter_ns() + int(seconds * 1e9)
         self.rec.record_wait(waiting, seconds * 1e6)
         heapq.heappush(self.timers, (time.monotonic() + seconds, next(self.order), slot, then))
