@@ -170,6 +170,7 @@ def one(server: str, url: str, servers: set[int], args: argparse.Namespace) -> t
           and rss <= 2 * 2**30 and bool(waits.get(keying_name("new_order"))))
     lines.append(f"# {server}: acceptance (all connected, 0 errors, KS p > 0.01, lag p99 < 10 ms, RSS <= 2 GiB, "
                  f"honest, checked): {'met' if ok else 'NOT met'}")
+    print("\n".join(lines), flush=True)
     return lines, ok
 
 
@@ -202,13 +203,10 @@ def main(argv: list[str]) -> None:
             done, met = one(server, url, pids, args)
         lines += done
         ok = ok and met
-        for line in done:
-            print(line, flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("a") as f:
         f.write("\n".join(lines) + "\n\n")
-    if not ok:
-        raise SystemExit(1)
+    raise SystemExit(0 if ok else 1)
 
 
 if __name__ == "__main__":

@@ -195,7 +195,7 @@ class VirtualUser:
     def hot_loop(self, session: Session, stop: threading.Event, think: bool) -> None:
         """Hot path: nothing here allocates beyond the session's own work and one record()."""
         rec, clock = self.recorder, time.perf_counter_ns
-        keyed, thought, waited, lag = rec.keying_names, rec.think_names, rec.record_wait, LATE
+        keyed, thought = rec.keying_names, rec.think_names
         if stop.is_set():
             return
         # ``while True``: CPython 3.11 specializes a function's bytecode only once it has
@@ -207,16 +207,12 @@ class VirtualUser:
                     return
                 continue
             due = 0
-            if think:
-                wait = session.keying_time(name)
-                if wait > 0:
-                    # the transaction's clock starts when its keying time ends (due), not
-                    # when the user woke: a late wake-up counts in its latency
-                    due = clock() + int(wait * 1e9)
-                    waited(keyed[name], wait * 1e6)
-                    if stop.wait(wait):
-                        return
-                    waited(lag, (clock() - due) // 1000)
+            if think and (wait := session.keying_time(name)) > 0:
+                # the transaction's clock starts when its keying time ends (due), not when
+                # the user woke: a late wake-up counts in its latency
+                due = self.sleep(stop, wait, keyed[name])
+                if due < 0:
+                    return
             inputs = session.inputs(name)
             t0 = due or clock()
             self.busy = name
@@ -231,16 +227,22 @@ class VirtualUser:
                 rec.record(name, (clock() - t0) // 1000, outcome == COMMITTED)
             elif outcome == GONE:
                 return
-            if think:
-                wait = session.think_time(name)
-                if wait > 0:
-                    due = clock() + int(wait * 1e9)
-                    waited(thought[name], wait * 1e6)
-                    if stop.wait(wait):
-                        return
-                    waited(lag, (clock() - due) // 1000)
+            if think and (wait := session.think_time(name)) > 0 and self.sleep(stop, wait, thought[name]) < 0:
+                return
             if stopped:
                 return
+
+    def sleep(self, stop: threading.Event, seconds: float, name: str) -> int:
+        """A keying or think time (``name``, its timing): its draw recorded, then how late
+        the user woke (tpsbench.measure.waits); when it was due (perf_counter ns), or -1
+        when the step ended during it."""
+        rec = self.recorder
+        due = time.perf_counter_ns() + int(seconds * 1e9)
+        rec.record_wait(name, seconds * 1e6)
+        if stop.wait(seconds):
+            return -1
+        rec.record_wait(LATE, (time.perf_counter_ns() - due) // 1000)
+        return due
 
     def paced_loop(self, session: Session, stop: threading.Event, schedule: Schedule) -> None:
         """A paced step (tpsbench.engine.pacing): take the next scheduled arrival, start it
