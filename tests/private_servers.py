@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from conftest import unavailable
@@ -64,9 +64,10 @@ class PrivatePostgres:
 class PrivateMariadb:
     """A mariadbd of its own (its own datadir, port and socket), restartable at will."""
 
-    def __init__(self, folder: Path, files: int | None = None) -> None:
-        #: the open-files limit the server runs under (prlimit), where the test sets one
-        self.folder, self.port, self.files = folder, free_port(), files
+    def __init__(self, folder: Path, files: int | None = None, args: Sequence[str] = ()) -> None:
+        #: the open-files limit the server runs under (prlimit), where the test sets one;
+        #: ``args``: startup options (those SET GLOBAL cannot change, e.g. --thread-handling)
+        self.folder, self.port, self.files, self.args = folder, free_port(), files, tuple(args)
         _run("mariadb-install-db", "--no-defaults", "--user=root", f"--datadir={folder / 'data'}",
              "--auth-root-authentication-method=normal", "--skip-test-db")
         self.process: subprocess.Popen | None = None
@@ -81,7 +82,7 @@ class PrivateMariadb:
         self.process = subprocess.Popen(
             [*limit, "/usr/sbin/mariadbd", "--no-defaults", "--user=root", f"--datadir={self.folder / 'data'}",
              f"--port={self.port}", "--bind-address=127.0.0.1", f"--socket={self.folder / 'mysqld.sock'}",
-             f"--pid-file={self.folder / 'mysqld.pid'}", f"--log-error={self.folder / 'error.log'}"],
+             f"--pid-file={self.folder / 'mysqld.pid'}", f"--log-error={self.folder / 'error.log'}", *self.args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def stop(self) -> None:
@@ -112,10 +113,12 @@ def _answering(connect: Callable[[], object], timeout: float = 60.0) -> None:
 
 
 @contextlib.contextmanager
-def private_server(kind: str, files: int | None = None) -> Iterator[PrivatePostgres | PrivateMariadb]:
+def private_server(kind: str, files: int | None = None,
+                   args: Sequence[str] = ()) -> Iterator[PrivatePostgres | PrivateMariadb]:
     """A running instance of ``kind`` ("postgresql" or "mysql") with an empty database
     ``tpsbench``, removed on exit; unavailable (skip, or fail under CI) where it cannot be made.
-    ``files``: a MariaDB's open-files limit (its process's, so open_files_limit cannot exceed it)."""
+    ``files``: a MariaDB's open-files limit (its process's, so open_files_limit cannot exceed it);
+    ``args``: a MariaDB's startup options."""
     tool = "pg_createcluster" if kind == "postgresql" else "mariadb-install-db"
     if shutil.which(tool) is None:
         unavailable(tool, "needed for a server instance of the test's own")
@@ -124,7 +127,7 @@ def private_server(kind: str, files: int | None = None) -> Iterator[PrivatePostg
     server: PrivatePostgres | PrivateMariadb | None = None
     try:
         try:
-            server = PrivatePostgres(folder) if kind == "postgresql" else PrivateMariadb(folder, files)
+            server = PrivatePostgres(folder) if kind == "postgresql" else PrivateMariadb(folder, files, args)
         except (subprocess.CalledProcessError, OSError, LookupError) as exc:
             unavailable(f"a private {kind} instance", getattr(exc, "stderr", b"") or exc)
         wait_until_answering(server)
@@ -175,6 +178,8 @@ admin_users = {user}
 pool_mode = transaction
 default_pool_size = {pool}
 max_client_conn = {clients}
+log_connections = 0
+log_disconnections = 0
 """
 
 
@@ -191,8 +196,10 @@ def private_pgbouncer(host: str, port: int, user: str, *, pool: int, clients: in
     (folder / "pgbouncer.ini").write_text(PGBOUNCER_INI.format(host=host, port=port, listen=listen, folder=folder,
                                                                user=user, pool=pool, clients=clients))
     as_root = ["-u", "nobody"] if os.geteuid() == 0 else []
-    process = subprocess.Popen([binary, *as_root, str(folder / "pgbouncer.ini")], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT)
+    # its log to a file: a pipe nobody reads fills up with thousands of clients, and then
+    # PgBouncer blocks on its next line and answers no one
+    log = (folder / "pgbouncer.log").open("wb")
+    process = subprocess.Popen([binary, *as_root, str(folder / "pgbouncer.ini")], stdout=log, stderr=subprocess.STDOUT)
     try:
         import psycopg
 
@@ -201,9 +208,11 @@ def private_pgbouncer(host: str, port: int, user: str, *, pool: int, clients: in
                                                connect_timeout=2).close(), timeout=20)
         except psycopg.Error as exc:
             process.kill()
-            unavailable("a private pgbouncer", process.communicate()[0].decode(errors="replace")[-300:] or exc)
+            process.wait()
+            unavailable("a private pgbouncer", (folder / "pgbouncer.log").read_text(errors="replace")[-300:] or exc)
         yield listen
     finally:
         process.terminate()
         process.wait(timeout=10)
+        log.close()
         shutil.rmtree(folder, ignore_errors=True)

@@ -23,10 +23,9 @@ slot, connects and opens the session as always, then hands the user over with
 stopped or because the connection was lost (the thread then reconnects with back-off
 and hands the user over again). So connecting, which blocks, never stalls the others.
 
-Latency is timed from just before a transaction's first statement is sent to the moment
-the shared thread has read its last result, the same points as the threaded path's
-``execute()``: a user whose result waited while the thread was busy with another user's
-waits in that time, as a user thread waits for the GIL."""
+Latency is timed from the end of the keying time (else just before the first statement
+is sent) to the last result read, as on the threaded path: a late wake-up or a result
+waiting while the thread served another user counts in it."""
 
 from __future__ import annotations
 
@@ -48,11 +47,13 @@ from tpsbench.core.session import Session
 from tpsbench.core.target import Target
 from tpsbench.engine.users import triage
 from tpsbench.measure.recorder import IntervalRecorder
+from tpsbench.measure.waits import LAG
 
-#: how long join() waits for the shared thread to end once it has given up on answers still out:
-#: it ends at once when woken, but must count those answers in doubt before the worker's last
-#: report, on a machine that may be busy
+#: how long join() waits for the shared thread to end once it gave up on answers still out
 GIVE_UP_WAIT_S = 2.0
+#: how often a hosted user's own thread looks whether the step is over (Multiplexer.host):
+#: once a second, 2,000 users asleep took the GIL 2,000 times a second from those woken
+HOSTED_CHECK_S = 10.0
 #: transactions a user draws at once, each begun and its first statement encoded (Multiplexer.draw_ahead)
 DRAW_AHEAD = 16
 
@@ -61,7 +62,7 @@ class Hosted:
     """One user while the shared thread runs it: its session and transaction in flight."""
 
     __slots__ = ("session", "cur", "fd", "armed", "done", "lost", "name", "inputs", "ahead", "steps", "encoded",
-                 "retries", "t0")
+                 "retries", "t0", "due")
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -86,6 +87,7 @@ class Hosted:
         self.encoded: Any = None
         self.retries = 0
         self.t0 = 0
+        self.due = 0  # when the wait at hand ends by its draw (perf_counter ns; 0: no keying time)
 
 
 class Multiplexer:
@@ -109,14 +111,13 @@ class Multiplexer:
         #: users by socket: all of them, and those waiting for a result
         self.hosted: dict[int, Hosted] = {}
         self.in_flight: dict[int, Hosted] = {}
-        #: users whose statement was answered as it was sent (SendingCursor.send_encoded),
-        #: their socket drained already: resumed on the thread's next pass, never waited on
+        #: users answered as their statement was sent (SendingCursor.send_encoded): resumed
+        #: on the thread's next pass, never waited on
         self.ready: deque[Hosted] = deque()
         #: (due on the monotonic clock, tie-breaker, user, what to do then): keying and think times
         self.timers: list[tuple[float, int, Hosted, Callable[[Hosted], None]]] = []
         self.order = itertools.count()
-        #: set when the worker stops waiting for answers still out (a server that hangs)
-        self.abandon = False
+        self.abandon = False  # set when the worker stops waiting for answers still out
         #: ``stop`` as the shared thread last saw it (once per wake-up: an attribute is read
         #: per transaction for a fraction of what ``stop.is_set()`` costs)
         self.stopping = False
@@ -142,7 +143,7 @@ class Multiplexer:
 
     def wake(self) -> None:
         """Have the shared thread look at its inbox and at ``stop`` now (call after setting
-        ``stop``; a hosting thread rings within a second anyway when it sees ``stop`` set)."""
+        ``stop``; a hosting thread rings anyway when it sees ``stop`` set)."""
         with contextlib.suppress(OSError):  # the counter is full: it is rung already
             os.eventfd_write(self.bell, 1)
 
@@ -160,9 +161,9 @@ class Multiplexer:
         self.inbox.append(slot)
         self.wake()
         # a waiting thread that woke often would take the GIL from the shared thread as
-        # often: it wakes once a second only, for the case where the shared thread ended
-        # before it saw this user (the step is over), or was not woken at the stop
-        while not slot.done.wait(1.0) and self.thread.is_alive():
+        # often: it wakes every HOSTED_CHECK_S, for a shared thread that ended before it
+        # saw this user (the step is over), or was not woken at the stop
+        while not slot.done.wait(HOSTED_CHECK_S) and self.thread.is_alive():
             if self.stop.is_set():
                 self.wake()
         if self.failure is not None:
@@ -199,6 +200,7 @@ class Multiplexer:
                     now = time.monotonic()
                     while timers and timers[0][0] <= now:
                         _, _, slot, then = heapq.heappop(timers)
+                        self.woke(slot)
                         then(slot)
         except Exception as exc:  # noqa: BLE001 - e.g. a session's inputs() failing: its users are told
             self.failure = f"{type(exc).__name__}: {first_line(exc)}"
@@ -238,10 +240,11 @@ class Multiplexer:
             self.draw_ahead(slot)
         name, slot.inputs, slot.steps, slot.encoded = slot.ahead.popleft()
         slot.name = name
+        slot.due = 0
         if self.think:
             wait = slot.session.keying_time(name)
             if wait > 0:
-                self.after(wait, slot, self.begin)
+                self.after(wait, slot, self.begin, self.rec.keying_names[name])
                 return
         self.begin(slot)
 
@@ -277,7 +280,8 @@ class Multiplexer:
         """Send the transaction's first statement, encoded ahead (draw_ahead), else start
         its first attempt; the clock starts here."""
         slot.retries = 0
-        slot.t0 = time.perf_counter_ns()
+        # from the end of its keying time when it had one: a late wake-up counts in its latency
+        slot.t0 = slot.due or time.perf_counter_ns()
         if slot.encoded is None:
             self.attempt(slot)
             return
@@ -363,12 +367,18 @@ class Multiplexer:
         think, then the next."""
         wait = slot.session.think_time(slot.name)
         if wait > 0 and not self.stop.is_set():
-            self.after(wait, slot, self.next_transaction)
+            self.after(wait, slot, self.next_transaction, self.rec.think_names[slot.name])
             return
         self.next_transaction(slot)
 
-    def after(self, seconds: float, slot: Hosted, then: Callable[[Hosted], None]) -> None:
+    def after(self, seconds: float, slot: Hosted, then: Callable[[Hosted], None], waiting: str) -> None:
+        """Do ``then`` in ``seconds``: a keying or think time (``waiting``), its draw recorded."""
+        slot.due = time.perf_counter_ns() + int(seconds * 1e9)
+        self.rec.record_wait(waiting, seconds * 1e6)
         heapq.heappush(self.timers, (time.monotonic() + seconds, next(self.order), slot, then))
+
+    def woke(self, slot: Hosted) -> None:  # a wait ended: how late against its draw
+        self.rec.record_wait(LAG, (time.perf_counter_ns() - slot.due) // 1000)
 
     def quiet(self, fd: int) -> None:
         """A socket readable with no statement out (a server closing the connection while

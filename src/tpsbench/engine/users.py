@@ -32,6 +32,7 @@ from tpsbench.core.session import Session
 from tpsbench.core.target import Target, close_quietly
 from tpsbench.engine.pacing import LAG, SERVICE, Schedule
 from tpsbench.measure.recorder import IntervalRecorder
+from tpsbench.measure.waits import LAG as LATE
 
 if TYPE_CHECKING:
     from tpsbench.engine.multiplex import Multiplexer
@@ -213,6 +214,7 @@ class VirtualUser:
     def hot_loop(self, session: Session, stop: threading.Event, think: bool) -> None:
         """Hot path: nothing here allocates beyond the session's own work and one record()."""
         rec, clock = self.recorder, time.perf_counter_ns
+        keyed, thought = rec.keying_names, rec.think_names
         if stop.is_set():
             return
         # ``while True``: CPython 3.11 specializes a function's bytecode only once it has
@@ -223,12 +225,15 @@ class VirtualUser:
                 if stop.is_set():
                     return
                 continue
-            if think:
-                wait = session.keying_time(name)
-                if wait > 0 and stop.wait(wait):
+            due = 0
+            if think and (wait := session.keying_time(name)) > 0:
+                # the transaction's clock starts when its keying time ends (due), not when
+                # the user woke: a late wake-up counts in its latency
+                due = self.sleep(stop, wait, keyed[name])
+                if due < 0:
                     return
             inputs = session.inputs(name)
-            t0 = clock()
+            t0 = due or clock()
             self.busy = name
             outcome = self.attempts(session, name, inputs, stop)
             # the one look at ``stop`` per transaction, for the loop too: once the step has
@@ -241,12 +246,22 @@ class VirtualUser:
                 rec.record(name, (clock() - t0) // 1000, outcome == COMMITTED)
             elif outcome == GONE:
                 return
-            if think:
-                wait = session.think_time(name)
-                if wait > 0 and stop.wait(wait):
-                    return
+            if think and (wait := session.think_time(name)) > 0 and self.sleep(stop, wait, thought[name]) < 0:
+                return
             if stopped:
                 return
+
+    def sleep(self, stop: threading.Event, seconds: float, name: str) -> int:
+        """A keying or think time (``name``, its timing): its draw recorded, then how late
+        the user woke (tpsbench.measure.waits); when it was due (perf_counter ns), or -1
+        when the step ended during it."""
+        rec = self.recorder
+        due = time.perf_counter_ns() + int(seconds * 1e9)
+        rec.record_wait(name, seconds * 1e6)
+        if stop.wait(seconds):
+            return -1
+        rec.record_wait(LATE, (time.perf_counter_ns() - due) // 1000)
+        return due
 
     def paced_loop(self, session: Session, stop: threading.Event, schedule: Schedule) -> None:
         """A paced step (tpsbench.engine.pacing): take the next scheduled arrival, start it

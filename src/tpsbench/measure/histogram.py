@@ -206,6 +206,12 @@ class LatencyHistogram:
         top = int(self._h.get_counts_array_index(self._h.max_value)) + 1
         return float((self._counts[:top].astype(np.float64) * _layout().mid_float[:top]).sum() / total)
 
+    def nonzero(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each counter that holds values: its middle value in us, and its count (what a
+        test of the whole distribution, as Kolmogorov-Smirnov's, reads)."""
+        index = np.flatnonzero(self._counts)
+        return _layout().mid_float[index], self._counts[index].astype(np.int64)
+
     def counts_at_most(self, bounds_us: Iterable[float]) -> list[int]:
         """How many values are at most each bound, as cumulative buckets count them (a
         counter is within a bound when the value it reports, its top, is)."""

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tpsbench.measure import waits
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.reports import MAX_ERROR_SAMPLES, IntervalReport, TxnReport
 
@@ -52,6 +53,11 @@ class IntervalRecorder:
         self._lock = threading.Lock()
         self._retired: list[tuple[str, int, list[float]]] = []  # swapped since the last take()
         self._old: list[tuple[str, int, list[float]]] = []  # swapped before it: drained once more
+        #: per transaction the timing names of its realised keying and think times (made
+        #: once, so that recording a wait builds no string)
+        self.keying_names = {name: waits.keying_name(name) for name in self.names}
+        self.think_names = {name: waits.think_name(name) for name in self.names}
+        self._waits: dict[str, list[float]] = {}
         self._start()
 
     def _start(self) -> None:
@@ -65,6 +71,7 @@ class IntervalRecorder:
         self._reconnects = 0
         self._samples: dict[tuple[str, str], int] = {}
         self._timings: dict[str, list[float]] = {name: [] for name in self.timing_names}
+        self._waits = {name: [] for name in waits.names(self.names)}
 
     def set_timings(self, names: Sequence[str]) -> None:
         """Record these timings from now on (a paced step adds its own, tpsbench.engine.pacing)."""
@@ -89,6 +96,14 @@ class IntervalRecorder:
                 self._timings[name].append(latency_us)
             except KeyError:
                 raise ValueError(f"unknown timing {name!r}; known: {', '.join(self.timing_names) or 'none'}") from None
+
+    def record_wait(self, name: str, value_us: float) -> None:
+        """A keying or think time as drawn, when drawn (``name`` from :attr:`keying_names`
+        or :attr:`think_names`), or how late a user woke from one (waits.LAG): see
+        tpsbench.measure.waits. No lock (as record()): a list append is atomic under the
+        GIL, and take() swaps the lists under its lock; a value appended to a list just
+        swapped is lost, which a wait's statistics can afford and a latency could not."""
+        self._waits[name].append(value_us)
 
     def _flush(self, name: str, committed: bool, buf: list[float]) -> None:
         with self._lock:
@@ -161,6 +176,7 @@ class IntervalRecorder:
             hists, rollbacks, retries, in_doubt = self._hists, self._rollbacks, self._retries, self._in_doubt
             errors = {n: max(self._errors[n], self._error_calls[n]) for n in self.names}
             reconnects, samples, timings = self._reconnects, self._samples, self._timings
+            timings.update((name, values) for name, values in self._waits.items() if values)
             self._start()
         txns = {
             name: TxnReport(commits=hist.count() - rollbacks[name], rollbacks=rollbacks[name],

@@ -13,6 +13,7 @@ from typing import Any
 
 from tpsbench.measure.histogram import LatencyHistogram, merged
 from tpsbench.measure.reports import ALL, IntervalReport, add_counts, rates
+from tpsbench.measure.waits import is_wait
 
 #: percentiles of every summary, with the names used in tables and the results store
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
@@ -75,6 +76,10 @@ class SteadySummary:
     statements: dict[str, int] = field(default_factory=dict)
     #: latency figures of each timing (spans that are not transactions, tpsbench.measure.reports)
     timings: dict[str, LatencyStats] = field(default_factory=dict)
+    #: realised keying and think times and wake-up lag (tpsbench.measure.waits): timing
+    #: name -> the merged HdrHistogram's text encoding, kept whole so that it can be tested
+    #: against the asked distribution after the run
+    waits: dict[str, str] = field(default_factory=dict)
     #: merged histograms, per transaction and "*"; not compared, not stored with the figures
     histograms: dict[str, LatencyHistogram] = field(default_factory=dict, repr=False, compare=False)
 
@@ -122,7 +127,8 @@ class SteadySummary:
                    intervals=len(spans), tps=commits / seconds if seconds else 0.0,
                    reconnects=reconnects, latency=LatencyStats.of(hists[ALL]), txns=txns,
                    statements=statements, histograms=hists,
-                   timings={name: LatencyStats.of(hist) for name, hist in timings.items()})
+                   timings={name: LatencyStats.of(hist) for name, hist in timings.items() if not is_wait(name)},
+                   waits={name: hist.encode().decode() for name, hist in timings.items() if is_wait(name)})
 
     def total(self, kind: str) -> int:
         """commits, rollbacks, retries, errors, in_doubt or clipped summed over transactions."""

@@ -204,7 +204,8 @@ def _step(data: RunData, number: int, record: StoredStep | None, readings: Readi
            "users": record.users if record is not None else next((i.users for i in intervals), None),
            "rampup_s": record.rampup_s if record is not None else None,
            "duration_s": record.duration_s if record is not None else None,
-           "summary": summary.to_dict() if summary is not None else None,
+           # the wait histograms (SteadySummary.waits) stay in the store: the schemas have no place for them
+           "summary": {k: v for k, v in summary.to_dict().items() if k != "waits"} if summary is not None else None,
            "main_metric": {"name": metric[0], "value": metric[1]} if metric is not None else None,
            "readings": readings.get((number, None), {}),
            **({"before_step": readings[(number, BEFORE_STEP)]} if (number, BEFORE_STEP) in readings else {}),

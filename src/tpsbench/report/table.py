@@ -38,6 +38,7 @@ from tpsbench.report.limits import limit_rows, verdict_lines
 from tpsbench.report.outages import outage_lines
 from tpsbench.report.repeats import Histograms, is_repeated, repeat_cells, repeat_columns, repeat_observer_rows
 from tpsbench.report.steadiness import steady_rows
+from tpsbench.report.waits import wait_lines
 from tpsbench.report.warmup import warmup_rows
 from tpsbench.results.records import RunData
 from tpsbench.results.schema import BEFORE_STEP, PROBLEM
@@ -388,6 +389,6 @@ def render(runs: Sequence[RunData], format: str = "rich", width: int = 160, *, r
         return to_csv(table)
     console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
     console.print(to_rich(table))
-    for line in [*error_lines(runs), *([] if review else verdict_lines(runs))]:
+    for line in [*error_lines(runs), *wait_lines(runs), *([] if review else verdict_lines(runs))]:
         console.print(line, markup=False, highlight=False, overflow="fold")
     return console.file.getvalue()  # type: ignore[attr-defined]  # the StringIO given to the Console above
