@@ -5,6 +5,11 @@ nothing stored when the replay is refused."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import psycopg
@@ -63,3 +68,29 @@ def test_a_replay_is_stored_as_a_run_report_shows(tmp_path: Path, pg_url: str):
     doc = json.loads(shown.stdout)
     assert conforms(doc) == []
     assert "SELECT count(*) FROM hits" in json.dumps(doc["runs"][0]["steps"][0])
+
+
+@pytest.mark.postgresql
+def test_ctrl_c_ends_the_stored_replay_interrupted_with_what_was_measured(tmp_path: Path, pg_url: str):
+    with psycopg.connect(_plain(pg_url), autocommit=True) as conn:
+        conn.execute("CREATE TABLE hits (n int)")
+    make_trace(tmp_path / "t.trace", [[f"INSERT INTO hits VALUES ({i})" for i in range(400)]] * 2, gap=0.01)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1] / "src"))
+    proc = subprocess.Popen([sys.executable, "-m", "tpsbench", "replay", "t.trace", "--db", pg_url, "--interval",
+                             "0.5s"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    with psycopg.connect(_plain(pg_url), autocommit=True) as conn:
+        while conn.execute("SELECT count(*) FROM hits").fetchone()[0] < 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in err, err
+    store = ResultsStore(f"sqlite:///{tmp_path / 'tpsbench-results.db'}")
+    (run,) = store.list_runs()
+    data = store.load_run(run.id)
+    kept = sum(i.commits for i in data.intervals)
+    with psycopg.connect(_plain(pg_url)) as conn:
+        inserted = conn.execute("SELECT count(*) FROM hits").fetchone()[0]
+    assert run.status == "interrupted" and 200 <= kept < 800
+    assert inserted - 2 <= kept <= inserted  # at most each session's statement in flight is in no interval
+    assert data.steps[0].summary is not None and data.steps[0].summary.total("commits") == kept
