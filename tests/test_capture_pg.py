@@ -24,6 +24,8 @@ import pytest
 from conftest import scratch_name, unavailable
 from sqlalchemy.engine import make_url
 
+from tpsbench.results.store import ResultsStore
+
 pytestmark = [pytest.mark.slow, pytest.mark.postgresql]
 
 PGBENCH = "/usr/bin/pgbench"
@@ -109,7 +111,7 @@ def test_pgbench_captured_and_replayed_on_a_copy(tmp_path: Path, pgbench_pair):
     assert captured["SELECT abalance FROM pgbench_accounts WHERE aid = ?"] > 100
     assert len({*captured.values()}) == 1  # whole transactions only: every statement of one as often
 
-    rep = tpsbench("replay", str(trace_file), "--db", url_of(copy), "--stop-on-error")
+    rep = tpsbench("replay", str(trace_file), "--db", url_of(copy), "--stop-on-error", cwd=tmp_path)
     out, err = rep.communicate(timeout=120)
     assert rep.returncode == 0, err
     counts = {}
@@ -129,6 +131,11 @@ def test_pgbench_captured_and_replayed_on_a_copy(tmp_path: Path, pgbench_pair):
         history = conn.execute("SELECT count(*) FROM pgbench_history").fetchone()[0]
     assert history == captured["INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (?, ?, ?, ?, "
                                "CURRENT_TIMESTAMP)"]
+    store = ResultsStore(f"sqlite:///{tmp_path / 'tpsbench-results.db'}")  # the replay's run, as report reads it
+    (run,) = store.list_runs()
+    (step,) = store.load_run(run.id).steps
+    assert run.status == "completed" and step.summary is not None
+    assert {run.config["statements"][n]: t.commits for n, t in step.summary.txns.items()} == captured
 
 
 def _capture_idle(tmp_path: Path, source: str) -> subprocess.Popen:

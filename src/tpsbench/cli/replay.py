@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from tpsbench.cli.options import DURATION_FORM, db_option
+from tpsbench.cli.options import DURATION_FORM, db_option, duration_option, given, results_option
+from tpsbench.core.errors import TpsbenchError
 from tpsbench.report.progress import make_console
 
 _SHOWN = 60  # characters of a normalised statement in the tables
@@ -67,6 +68,11 @@ def capture(url: str | None, duration: str | None, output: str, log: str | None,
 @click.option("--stop-on-error", is_flag=True,
               help="Stop at the first statement that fails on the target; by default failures are counted "
                    "and sampled per statement and the replay goes on.")
+@results_option
+@click.option("--storage", default="", metavar="LABEL",
+              help="Name of the storage configuration the replay runs on, e.g. 'RAID10 8x SSHD', stored with the run "
+                   "as `tpsbench run` does (compare takes it).")
+@duration_option("interval", "10s", "The length of a stored interval of the replay (a shorter trace: one interval).")
 @click.option("--as-mix", is_flag=True,
               help="Run the trace's summary as a workload instead: each normalised statement a transaction of "
                    "its own, dealt by its captured weight, its parameters drawn from their captured values, at "
@@ -74,7 +80,7 @@ def capture(url: str | None, duration: str | None, output: str, log: str | None,
                    "--help`), stored and reported as any run.")
 @click.pass_context
 def replay(ctx: click.Context, trace_file: str, url: str | None, speed: float | None, stop_on_error: bool,
-           as_mix: bool) -> None:
+           results_url: str | None, storage: str, interval: str, as_mix: bool) -> None:
     """Re-issue a captured trace's sessions against a database with their original timing,
     or (--as-mix) run its statement mix at stepped user loads.
 
@@ -82,7 +88,10 @@ def replay(ctx: click.Context, trace_file: str, url: str | None, speed: float | 
     captured offsets (divided by --speed), open loop: latency counts from each statement's
     scheduled start, so a target that falls behind shows it. Before anything is sent, a
     target missing a table the trace uses is refused. Replay onto a copy: the trace's
-    writes are executed.
+    writes are executed. The replay is stored in --results as a run of workload "replay"
+    with one step (its users: the trace's sessions; its transaction types: the normalised
+    statements), its intervals and the host's CPU and disk I/O beside it, so `tpsbench
+    report RUN` shows it as any run; Ctrl-C keeps what was measured.
 
     With --as-mix, the trace's summary becomes the tracemix workload, run by `tpsbench
     run tracemix --file FILE` with the options that follow (--users, --duration, --rampup,
@@ -94,21 +103,32 @@ def replay(ctx: click.Context, trace_file: str, url: str | None, speed: float | 
 
     \b
       tpsbench replay shop.trace --db postgresql://postgres@test1/shop_copy
-      tpsbench replay shop.trace --db postgresql://postgres@test1/shop_copy --speed 2
+      tpsbench replay shop.trace --db postgresql://postgres@test1/shop_copy --speed 2 --storage 'RAID10 8x SSD'
       tpsbench replay shop.trace --as-mix --db mysql://root@test1/shop_copy --users 1,8,32 --duration 2m
     """
     if as_mix:
         if speed is not None or stop_on_error:
             raise click.UsageError("--speed and --stop-on-error time a trace's replay; --as-mix runs its mix at "
                                    "stepped loads instead: leave them out")
-        _as_mix(ctx, trace_file, url)
+        # the options both forms take go on to `run` as given
+        shared = [(flag, value) for flag, param, value in (("--results", "results_url", results_url),
+                                                            ("--storage", "storage", storage),
+                                                            ("--interval", "interval", interval)) if given(param)]
+        _as_mix(ctx, trace_file, url, [a for pair in shared for a in pair if a is not None])
         return
     if ctx.args:
         raise click.UsageError(f"no such option: {ctx.args[0]} (the options of `tpsbench run` go with --as-mix)")
     speed = 1.0 if speed is None else speed
-    from tpsbench.commands.replay import replay as run_replay
+    from tpsbench.commands.replay_store import replay_stored
+    from tpsbench.core.parse import parse_duration
 
-    result = run_replay(trace_file, url, speed, stop_on_error)
+    try:
+        interval_s = parse_duration(interval)
+    except TpsbenchError as exc:
+        raise TpsbenchError(f"--interval {interval}: {exc}") from None
+    stored = replay_stored(trace_file, url, results_url, speed=speed, stop_on_error=stop_on_error, storage=storage,
+                           interval_s=interval_s)
+    result = stored.result
     table = Table(title=f"replayed at speed {speed:g}: {result.replayed_rate:.1f} statements/s "
                         f"(traced {result.traced_rate:.1f}/s) over {result.elapsed_s:.1f} s, "
                         f"{result.errors} error(s)", title_justify="left")
@@ -123,12 +143,14 @@ def replay(ctx: click.Context, trace_file: str, url: str | None, speed: float | 
     for s in result.statements:
         for sample in s.samples:
             click.echo(f"error in {_short(s.text)}: {sample}", err=True)
+    click.echo(f"run {stored.run_id} ({stored.status}) stored in {stored.store_url}: tpsbench report {stored.run_id}",
+               err=True)
     if result.stopped_by:
         click.echo(f"tpsbench: replay stopped at the first error (--stop-on-error): {result.stopped_by}", err=True)
         raise SystemExit(1)
 
 
-def _as_mix(ctx: click.Context, trace_file: str, url: str | None) -> None:
+def _as_mix(ctx: click.Context, trace_file: str, url: str | None, shared: list[str]) -> None:
     """``run tracemix --file FILE [--db URL] ARGS``: the mix runs through run's own command."""
     from tpsbench.cli.run import run
 
@@ -137,6 +159,6 @@ def _as_mix(ctx: click.Context, trace_file: str, url: str | None) -> None:
             raise click.UsageError("--as-mix runs the trace FILE given first: leave out --file")
     command = run.get_command(ctx, "tracemix")
     assert command is not None, "the tracemix workload is one of tpsbench's own"
-    args = ["--file", trace_file, *(["--db", url] if url else []), *ctx.args]
+    args = ["--file", trace_file, *(["--db", url] if url else []), *shared, *ctx.args]
     with command.make_context("tpsbench replay FILE --as-mix", args, parent=ctx) as sub:
         command.invoke(sub)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.target import Target
 from tpsbench.targets import open_target
 from tpsbench.workloads.replay.normalise import normalise
 from tpsbench.workloads.replay.player import SAMPLES, Played, Player
@@ -64,8 +65,10 @@ def check_speed(speed: float) -> float:
     return speed
 
 
-def replay(path: str, url: str | None, speed: float = 1.0, stop_on_error: bool = False) -> ReplayResult:
-    """Replay the trace in ``path`` against ``url`` at ``speed``; see the module docstring."""
+def open_replay(path: str, url: str | None, speed: float = 1.0,
+                stop_on_error: bool = False) -> tuple[Trace, Target, Player]:
+    """The trace read and the target checked against it (see the module docstring), and
+    the player that will send it: everything refusable is refused here, before anything runs."""
     check_speed(speed)
     trace = read_trace(Path(path))
     target = open_target(url)
@@ -83,9 +86,15 @@ def replay(path: str, url: str | None, speed: float = 1.0, stop_on_error: bool =
     # keep up with clients written in C (libpq's simple queries for statements with literals)
     # (MariaDB: DB-API's cursor, a thread per session: mysqlclient's sending cursors are not
     # yet fit for statements that arrive as text with their values in them)
-    path = "fast" if target.dialect == "postgresql" else "dbapi"
-    player = Player(trace, connect, lambda conn: target.counting_cursor(conn, path), target.is_driver_error,
+    kind = "fast" if target.dialect == "postgresql" else "dbapi"
+    player = Player(trace, connect, lambda conn: target.counting_cursor(conn, kind), target.is_driver_error,
                     speed, stop_on_error)
+    return trace, target, player
+
+
+def replay(path: str, url: str | None, speed: float = 1.0, stop_on_error: bool = False) -> ReplayResult:
+    """Replay the trace in ``path`` against ``url`` at ``speed``; see the module docstring."""
+    trace, _, player = open_replay(path, url, speed, stop_on_error)
     played = player.play()
     return outcome(trace, played, speed, player.start, player.first_error)
 

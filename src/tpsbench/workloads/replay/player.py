@@ -68,6 +68,15 @@ class Player:
         self.stop = threading.Event()
         self.first_error: str | None = None
         self.start = 0.0
+        #: every session's outcome so far: what a Ctrl-C leaves is still there to keep
+        self.played: list[Played] = []
+        #: called with the common start (perf_counter) once every session is connected
+        self.on_start: Callable[[float], None] | None = None
+
+    def _begin(self) -> None:
+        self.start = time.perf_counter() + 0.2
+        if self.on_start is not None:
+            self.on_start(self.start)
 
     def play(self) -> list[Played]:
         """Connect every session, then play them all from one start; Ctrl-C stops them."""
@@ -75,15 +84,15 @@ class Player:
         try:
             for _ in self.trace.sessions:
                 connections.append(self.connect())
-            played = [Played(s) for s in self.trace.sessions]
+            played = self.played = [Played(s) for s in self.trace.sessions]
             cursors = [self.cursor_of(c) for c in connections]
             if all(isinstance(c, SendingCursor) for c in cursors):
-                self.start = time.perf_counter() + 0.2
+                self._begin()
                 Multiplexed(self, played, cursors).run()
                 return played
             threads = [threading.Thread(target=self._session, args=(p, c), daemon=True, name=f"replay-{p.session.id}")
                        for p, c in zip(played, connections)]
-            self.start = time.perf_counter() + 0.2
+            self._begin()
             for t in threads:
                 t.start()
             try:
