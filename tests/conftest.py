@@ -10,7 +10,9 @@ CI starts the servers and a silent skip there would hide a broken setup.
 
 ``built_tpcc_sqlite`` is a TPC-C scale 1 SQLite file built once per session (two
 seconds each time a test built its own); tests run on copies of it (:func:`copy_of`),
-never on it. :func:`cli_in_process` runs a command that starts no processes without the
+never on it. ``built_tpcc_pg`` is the same on PostgreSQL, a template that
+``scratch_pg_database(built_tpcc_pg)`` and ``tpcc_pg_url`` copy as files, far quicker
+than a build. :func:`cli_in_process` runs a command that starts no processes without the
 interpreter start of ``python -m tpsbench``. ``deliverable_sigint`` lets a test's subprocesses get Ctrl-C even when the
 suite was started where SIGINT is ignored (``cmd &`` in a script, nohup).
 """
@@ -83,15 +85,18 @@ def _pg_admin() -> psycopg.Connection:
 
 
 @contextlib.contextmanager
-def scratch_pg_database() -> Iterator[str]:
+def scratch_pg_database(template: str | None = None) -> Iterator[str]:
     """A fresh PostgreSQL database ``tpsb_tgt_<hex>`` as a URL string, dropped on exit.
 
     A context manager as well as the ``pg_url`` fixture, for module-scoped fixtures that
-    build once and share the database between tests.
+    build once and share the database between tests. With ``template`` (the URL of a built
+    database no one is connected to, such as ``built_tpcc_pg``) it starts as a copy of it,
+    which PostgreSQL makes file by file, far quicker than building again.
     """
     name = scratch_name()
+    source = f' TEMPLATE "{make_url(template).database}"' if template else ""
     with _pg_admin() as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"{source}')
     try:
         yield _url_text(make_url(PG_ADMIN_URL).set(drivername="postgresql+psycopg", database=name))
     finally:
@@ -194,6 +199,25 @@ def built_tpcc_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("built_tpcc") / "tpcc.db"
     build("tpcc", 1, f"sqlite:///{path}", show_progress=False)
     return path
+
+
+@pytest.fixture(scope="session")
+def built_tpcc_pg() -> Iterator[str]:
+    """A TPC-C scale 1 PostgreSQL database (seed 0) built once for the whole session, as a
+    template: start a test's database as a copy, ``scratch_pg_database(built_tpcc_pg)``, and
+    never connect to this one (PostgreSQL copies only a database no one is connected to)."""
+    from tpsbench.commands.build import build
+
+    with scratch_pg_database() as url:
+        build("tpcc", 1, url, show_progress=False)
+        yield url
+
+
+@pytest.fixture
+def tpcc_pg_url(built_tpcc_pg: str) -> Iterator[str]:
+    """``pg_url`` with TPC-C scale 1 (seed 0) in it already: a copy of the session's build."""
+    with scratch_pg_database(built_tpcc_pg) as url:
+        yield url
 
 
 def copy_of(built: Path, folder: Path, name: str = "tpcc.db") -> str:

@@ -276,9 +276,8 @@ def test_deferred_run_reports_queue_and_execution_apart_and_passes_the_checks(se
 
 @pytest.mark.slow
 @pytest.mark.postgresql
-def test_inline_run_has_no_timings_and_the_terminals_deliver(tmp_path: Any) -> None:
-    with scratch_pg_database() as url:
-        build("tpcc", 1, url, workers=2, show_progress=False)
+def test_inline_run_has_no_timings_and_the_terminals_deliver(built_tpcc_pg: str, tmp_path: Any) -> None:
+    with scratch_pg_database(built_tpcc_pg) as url:  # TPC-C scale 1
         record = short_run(url, f"sqlite:///{tmp_path}/r.db", "inline")
         assert record.status == "completed" and record.honesty["match"]
         summary = record.outcome.steps[0].summary

@@ -21,7 +21,6 @@ from conftest import cli_in_process, scratch_pg_database
 from private_servers import private_pgbouncer
 from sqlalchemy.engine import make_url
 
-from tpsbench.commands.build import build
 from tpsbench.commands.run import RunConfig, run
 from tpsbench.targets import open_target
 
@@ -33,10 +32,10 @@ USERS = 8
 
 
 @pytest.fixture(scope="module")
-def bouncer_url() -> Iterator[str]:
-    """A TPC-C scale 1 database built on PostgreSQL directly, and its URL through PgBouncer."""
-    with scratch_pg_database() as direct:
-        build("tpcc", 1, direct, show_progress=False)
+def bouncer_url(built_tpcc_pg: str) -> Iterator[str]:
+    """A TPC-C scale 1 database on PostgreSQL directly (the session's build, copied), and its
+    URL through PgBouncer."""
+    with scratch_pg_database(built_tpcc_pg) as direct:
         url = make_url(direct)
         with private_pgbouncer(url.host or "127.0.0.1", url.port or 5432, url.username or "postgres",
                                pool=POOL, clients=CLIENTS) as port:

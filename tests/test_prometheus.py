@@ -85,9 +85,8 @@ def assert_steps_as_stored(api: str, run: Any) -> None:
 
 @pytest.mark.slow
 @pytest.mark.postgresql
-def test_prometheus_scrapes_per_step_tps_and_p95_as_the_store_has_them(pg_url: str, tmp_path: Path) -> None:
-    built = tpsbench("build", "tpcc", "--scale", "1", "--db", pg_url, cwd=tmp_path)
-    assert built.returncode == 0, built.stderr
+def test_prometheus_scrapes_per_step_tps_and_p95_as_the_store_has_them(tpcc_pg_url: str, tmp_path: Path) -> None:
+    pg_url = tpcc_pg_url  # TPC-C scale 1, the session's build copied
     endpoint = free_port()
     prometheus, api = start_prometheus(tmp_path, endpoint)
     try:
