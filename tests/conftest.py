@@ -12,7 +12,8 @@ CI starts the servers and a silent skip there would hide a broken setup.
 seconds each time a test built its own); tests run on copies of it (:func:`copy_of`),
 never on it. ``built_tpcc_pg`` is the same on PostgreSQL, a template that
 ``scratch_pg_database(built_tpcc_pg)`` and ``tpcc_pg_url`` copy as files, far quicker
-than a build. :func:`cli_in_process` runs a command that starts no processes without the
+than a build; ``pg_template`` makes such a template for any other build.
+:func:`cli_in_process` runs a command that starts no processes without the
 interpreter start of ``python -m tpsbench``. ``deliverable_sigint`` lets a test's subprocesses get Ctrl-C even when the
 suite was started where SIGINT is ignored (``cmd &`` in a script, nohup).
 """
@@ -202,15 +203,30 @@ def built_tpcc_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def built_tpcc_pg() -> Iterator[str]:
-    """A TPC-C scale 1 PostgreSQL database (seed 0) built once for the whole session, as a
-    template: start a test's database as a copy, ``scratch_pg_database(built_tpcc_pg)``, and
-    never connect to this one (PostgreSQL copies only a database no one is connected to)."""
+def pg_template() -> Iterator[Callable[..., str]]:
+    """``pg_template(workload, scale, **build_arguments)``: the URL of a PostgreSQL database
+    built so, once per session for each distinct set of arguments, as a template: start a
+    test's database as a copy, ``scratch_pg_database(template)``, and never connect to the
+    template itself (PostgreSQL copies only a database no one is connected to)."""
     from tpsbench.commands.build import build
 
-    with scratch_pg_database() as url:
-        build("tpcc", 1, url, show_progress=False)
-        yield url
+    made: dict[str, str] = {}
+    with contextlib.ExitStack() as stack:
+        def template(workload: str, scale: int, **arguments: Any) -> str:
+            key = repr((workload, scale, sorted(arguments.items())))
+            if key not in made:
+                url = stack.enter_context(scratch_pg_database())
+                build(workload, scale, url, show_progress=False, **arguments)
+                made[key] = url
+            return made[key]
+
+        yield template
+
+
+@pytest.fixture(scope="session")
+def built_tpcc_pg(pg_template: Callable[..., str]) -> str:
+    """A TPC-C scale 1 PostgreSQL template (seed 0), built once for the whole session."""
+    return pg_template("tpcc", 1)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
@@ -57,15 +57,18 @@ class Db(ProbeDb):
 
 
 @contextlib.contextmanager
-def built(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Db]:
+def built(backend: str, tmp_path_factory: pytest.TempPathFactory, pg_template: Callable[..., str]) -> Iterator[Db]:
     """A fresh build on ``backend`` (sqlite, postgresql or mysql; the module docstring's)
-    and its probe, dropped afterwards: this module's fixture, and test_tpce_procedures'."""
+    and its probe, dropped afterwards: this module's fixture, and test_tpce_procedures'.
+    On PostgreSQL a copy of the session's template of this build, which both modules share."""
+    arguments: dict[str, Any] = {"workers": 2, "seed": SEED, "load_time": LOAD_TIME, "options": BUILD}
     with contextlib.ExitStack() as stack:
-        if backend == "sqlite":
-            url = f"sqlite:///{tmp_path_factory.mktemp('tpce') / 'tpce.db'}"
+        if backend == "postgresql":
+            url = stack.enter_context(scratch_pg_database(pg_template("tpce", 1000, **arguments)))
         else:
-            url = stack.enter_context(scratch_pg_database() if backend == "postgresql" else scratch_mysql_database())
-        build("tpce", 1000, url, workers=2, seed=SEED, load_time=LOAD_TIME, show_progress=False, options=BUILD)
+            url = f"sqlite:///{tmp_path_factory.mktemp('tpce') / 'tpce.db'}" if backend == "sqlite" else \
+                stack.enter_context(scratch_mysql_database())
+            build("tpce", 1000, url, show_progress=False, **arguments)
         target = open_target(url)
         meta = read_meta(target, "tpce")
         constants = {k.removeprefix("const_"): int(v) for k, v in meta.items() if k.startswith("const_")}
@@ -83,8 +86,9 @@ def built(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Db
     pytest.param("postgresql", marks=pytest.mark.postgresql),
     pytest.param("mysql", marks=pytest.mark.mysql),
 ])
-def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Db]:
-    with built(request.param, tmp_path_factory) as probe:
+def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+       pg_template: Callable[..., str]) -> Iterator[Db]:
+    with built(request.param, tmp_path_factory, pg_template) as probe:
         yield probe
 
 
