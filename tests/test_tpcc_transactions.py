@@ -12,7 +12,7 @@ import contextlib
 import math
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -47,6 +47,20 @@ def _server_database(backend: str) -> Iterator[str]:
     """A scratch database on the server (see conftest), dropped afterwards."""
     with (scratch_pg_database if backend == "postgresql" else scratch_mysql_database)() as url:
         yield url
+
+
+def built_database(backend: str, pg_template: Callable[..., str] | None = None) -> Iterator[str]:
+    """TPC-C at SCALE (seed SEED, loaded at LOAD_TIME) on the server, dropped afterwards: on
+    PostgreSQL a copy of the session's template, which test_multiplex and
+    test_deferred_delivery copy too; on MariaDB a build of its own."""
+    if backend == "postgresql":
+        assert pg_template is not None, "PostgreSQL's build is the session's template (conftest.pg_template)"
+        with scratch_pg_database(pg_template("tpcc", SCALE, workers=2, seed=SEED, load_time=LOAD_TIME)) as url:
+            yield url
+    else:
+        for url in _server_database(backend):
+            build("tpcc", SCALE, url, workers=2, seed=SEED, load_time=LOAD_TIME, show_progress=False)
+            yield url
 
 
 @dataclass
@@ -90,9 +104,7 @@ def mysql_tpcc() -> Iterator[str]:
     """The MariaDB build, one for both statement paths: the text path's tests follow the
     prepared path's on it as each test follows the one before (every test reads what it
     changes afresh), and a second build would only repeat the first."""
-    for url in _server_database("mysql"):
-        build("tpcc", SCALE, url, workers=2, seed=SEED, load_time=LOAD_TIME, show_progress=False)
-        yield url
+    yield from built_database("mysql")
 
 
 @pytest.fixture(scope="module", params=[
@@ -101,7 +113,8 @@ def mysql_tpcc() -> Iterator[str]:
     pytest.param("mysql", marks=pytest.mark.mysql),
     pytest.param("mysql-text", marks=pytest.mark.mysql),
 ])
-def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Db]:
+def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+       pg_template: Callable[..., str]) -> Iterator[Db]:
     """Each database; on MySQL/MariaDB both statement paths, prepared (the default) and text."""
     backend, _, path = request.param.partition("-")
     if backend == "mysql":
@@ -109,10 +122,10 @@ def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
     elif backend == "sqlite":
         scratch = iter([f"sqlite:///{tmp_path_factory.mktemp('tpcc') / 'tpcc.db'}"])
     else:
-        scratch = _server_database(backend)
+        scratch = built_database(backend, pg_template)
     url = next(scratch)
     try:
-        if backend != "mysql":
+        if backend == "sqlite":
             build("tpcc", SCALE, url, workers=2, seed=SEED, load_time=LOAD_TIME, show_progress=False)
         target = open_target(url)
         if path and path not in target.client_paths():
