@@ -31,7 +31,7 @@ from tpsbench.workloads.tpcc.mix import TRANSACTIONS
 
 @pytest.fixture(scope="module", params=[
     pytest.param("postgresql", marks=pytest.mark.postgresql),
-    pytest.param("mysql", marks=pytest.mark.mysql),
+    pytest.param("mysql", marks=[pytest.mark.mysql, pytest.mark.slow]),  # a build of its own: the full lane's
 ])
 def server(request: pytest.FixtureRequest, pg_template: Callable[..., str]) -> Iterator[Db]:
     if request.param == "mysql" and importlib.util.find_spec("MySQLdb") is None:

@@ -42,6 +42,7 @@ def bouncer_url(built_tpcc_pg: str) -> Iterator[str]:
             yield url.set(port=port).update_query_dict({"pool_mode": "transaction"}).render_as_string(False)
 
 
+@pytest.mark.slow
 def test_a_run_through_transaction_pooling_is_honest_and_checks(bouncer_url: str, tmp_path: Path) -> None:
     config = RunConfig("tpcc", bouncer_url, users=[USERS], rampup_s=0.0, duration_s=8.0, interval_s=1.0, seed=3,
                        results_url=f"sqlite:///{tmp_path}/results.db", options={"think": "off"})

@@ -111,7 +111,7 @@ def mysql_tpcc() -> Iterator[str]:
     "sqlite",
     pytest.param("postgresql", marks=pytest.mark.postgresql),
     pytest.param("mysql", marks=pytest.mark.mysql),
-    pytest.param("mysql-text", marks=pytest.mark.mysql),
+    pytest.param("mysql-text", marks=[pytest.mark.mysql, pytest.mark.slow]),  # the prepared path's again, as text
 ])
 def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
        pg_template: Callable[..., str]) -> Iterator[Db]:
