@@ -242,9 +242,9 @@ def test_inline_mode_is_todays_terminal_and_deferred_is_configured_apart() -> No
     pytest.param("postgresql", marks=pytest.mark.postgresql),
     pytest.param("mysql", marks=pytest.mark.mysql),
 ])
-def server(request: pytest.FixtureRequest, pg_template: Callable[..., str]) -> Iterator[str]:
+def server(request: pytest.FixtureRequest, db_template: Callable[..., str]) -> Iterator[str]:
     """TPC-C at scale 2: test_tpcc_transactions' build (on PostgreSQL its session template, copied)."""
-    yield from built_database(request.param, pg_template)
+    yield from built_database(request.param, db_template)
 
 
 def short_run(url: str, results: str, delivery: str) -> Any:

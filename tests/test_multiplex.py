@@ -33,11 +33,11 @@ from tpsbench.workloads.tpcc.mix import TRANSACTIONS
     pytest.param("postgresql", marks=pytest.mark.postgresql),
     pytest.param("mysql", marks=[pytest.mark.mysql, pytest.mark.slow]),  # a build of its own: the full lane's
 ])
-def server(request: pytest.FixtureRequest, pg_template: Callable[..., str]) -> Iterator[Db]:
+def server(request: pytest.FixtureRequest, db_template: Callable[..., str]) -> Iterator[Db]:
     if request.param == "mysql" and importlib.util.find_spec("MySQLdb") is None:
         # the shared thread needs mysqlclient's C connection; PyMySQL users run on threads of their own
         unavailable("mysqlclient (pip install 'tpsbench[fast]')", "not installed")
-    scratch = built_database(request.param, pg_template)  # test_tpcc_transactions' build
+    scratch = built_database(request.param, db_template)  # test_tpcc_transactions' build
     url = next(scratch)
     try:
         target = open_target(url)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyodbc
 import pytest
-from conftest import scratch_mysql_database, scratch_pg_database, sql_dialects, unavailable
+from conftest import scratch_database, sql_dialects, unavailable
 from sqlalchemy.engine import make_url
 
 from tpsbench.commands.build import build
@@ -43,24 +43,13 @@ LOAD_TIME = "2026-01-02 03:04:05"
 
 
 # -- fixtures ----------------------------------------------------------------------------
-def _server_database(backend: str) -> Iterator[str]:
-    """A scratch database on the server (see conftest), dropped afterwards."""
-    with (scratch_pg_database if backend == "postgresql" else scratch_mysql_database)() as url:
+def built_database(backend: str, db_template: Callable[..., str]) -> Iterator[str]:
+    """TPC-C at SCALE (seed SEED, loaded at LOAD_TIME) on the server, dropped afterwards: a
+    copy of the session's template (conftest.db_template), which test_multiplex and
+    test_deferred_delivery copy too."""
+    with scratch_database(backend, db_template(backend, "tpcc", SCALE, workers=2, seed=SEED, load_time=LOAD_TIME)) \
+            as url:
         yield url
-
-
-def built_database(backend: str, pg_template: Callable[..., str] | None = None) -> Iterator[str]:
-    """TPC-C at SCALE (seed SEED, loaded at LOAD_TIME) on the server, dropped afterwards: on
-    PostgreSQL a copy of the session's template, which test_multiplex and
-    test_deferred_delivery copy too; on MariaDB a build of its own."""
-    if backend == "postgresql":
-        assert pg_template is not None, "PostgreSQL's build is the session's template (conftest.pg_template)"
-        with scratch_pg_database(pg_template("tpcc", SCALE, workers=2, seed=SEED, load_time=LOAD_TIME)) as url:
-            yield url
-    else:
-        for url in _server_database(backend):
-            build("tpcc", SCALE, url, workers=2, seed=SEED, load_time=LOAD_TIME, show_progress=False)
-            yield url
 
 
 @dataclass
@@ -99,14 +88,6 @@ class Db:
         return TpccSession(ctx, user_id, 4, self.connect(), self.target)
 
 
-@pytest.fixture(scope="module")
-def mysql_tpcc() -> Iterator[str]:
-    """The MariaDB build, one for both statement paths: the text path's tests follow the
-    prepared path's on it as each test follows the one before (every test reads what it
-    changes afresh), and a second build would only repeat the first."""
-    yield from built_database("mysql")
-
-
 @pytest.fixture(scope="module", params=[
     "sqlite",
     pytest.param("postgresql", marks=pytest.mark.postgresql),
@@ -114,15 +95,13 @@ def mysql_tpcc() -> Iterator[str]:
     pytest.param("mysql-text", marks=[pytest.mark.mysql, pytest.mark.slow]),  # the prepared path's again, as text
 ])
 def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-       pg_template: Callable[..., str]) -> Iterator[Db]:
+       db_template: Callable[..., str]) -> Iterator[Db]:
     """Each database; on MySQL/MariaDB both statement paths, prepared (the default) and text."""
     backend, _, path = request.param.partition("-")
-    if backend == "mysql":
-        scratch: Iterator[str] = iter([request.getfixturevalue("mysql_tpcc")])
-    elif backend == "sqlite":
-        scratch = iter([f"sqlite:///{tmp_path_factory.mktemp('tpcc') / 'tpcc.db'}"])
+    if backend == "sqlite":
+        scratch: Iterator[str] = iter([f"sqlite:///{tmp_path_factory.mktemp('tpcc') / 'tpcc.db'}"])
     else:
-        scratch = built_database(backend, pg_template)
+        scratch = built_database(backend, db_template)
     url = next(scratch)
     try:
         if backend == "sqlite":

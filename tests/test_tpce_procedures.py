@@ -59,8 +59,8 @@ WRITTEN = {
     pytest.param("mysql", marks=pytest.mark.mysql),
 ])
 def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-       pg_template: Callable[..., str]) -> Iterator[Db]:
-    with built(request.param, tmp_path_factory, pg_template) as probe:
+       db_template: Callable[..., str]) -> Iterator[Db]:
+    with built(request.param, tmp_path_factory, db_template) as probe:
         yield probe
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import scratch_mysql_database, scratch_pg_database, sql_dialects, unavailable
+from conftest import scratch_database, sql_dialects, unavailable
 from test_tpcc_transactions import Db as ProbeDb
 
 from tpsbench.commands.build import build
@@ -57,18 +57,17 @@ class Db(ProbeDb):
 
 
 @contextlib.contextmanager
-def built(backend: str, tmp_path_factory: pytest.TempPathFactory, pg_template: Callable[..., str]) -> Iterator[Db]:
+def built(backend: str, tmp_path_factory: pytest.TempPathFactory, db_template: Callable[..., str]) -> Iterator[Db]:
     """A fresh build on ``backend`` (sqlite, postgresql or mysql; the module docstring's)
     and its probe, dropped afterwards: this module's fixture, and test_tpce_procedures'.
-    On PostgreSQL a copy of the session's template of this build, which both modules share."""
+    On a server a copy of the session's template of this build, which both modules share."""
     arguments: dict[str, Any] = {"workers": 2, "seed": SEED, "load_time": LOAD_TIME, "options": BUILD}
     with contextlib.ExitStack() as stack:
-        if backend == "postgresql":
-            url = stack.enter_context(scratch_pg_database(pg_template("tpce", 1000, **arguments)))
-        else:
-            url = f"sqlite:///{tmp_path_factory.mktemp('tpce') / 'tpce.db'}" if backend == "sqlite" else \
-                stack.enter_context(scratch_mysql_database())
+        if backend == "sqlite":
+            url = f"sqlite:///{tmp_path_factory.mktemp('tpce') / 'tpce.db'}"
             build("tpce", 1000, url, show_progress=False, **arguments)
+        else:
+            url = stack.enter_context(scratch_database(backend, db_template(backend, "tpce", 1000, **arguments)))
         target = open_target(url)
         meta = read_meta(target, "tpce")
         constants = {k.removeprefix("const_"): int(v) for k, v in meta.items() if k.startswith("const_")}
@@ -87,8 +86,8 @@ def built(backend: str, tmp_path_factory: pytest.TempPathFactory, pg_template: C
     pytest.param("mysql", marks=pytest.mark.mysql),
 ])
 def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-       pg_template: Callable[..., str]) -> Iterator[Db]:
-    with built(request.param, tmp_path_factory, pg_template) as probe:
+       db_template: Callable[..., str]) -> Iterator[Db]:
+    with built(request.param, tmp_path_factory, db_template) as probe:
         yield probe
 
 
