@@ -101,7 +101,7 @@ def main(argv: list[str]) -> None:
         watch = Watch(args.url)
         watch.start()
         config = RunConfig(workload="tpcc", url=args.url, users=[args.users], rampup_s=args.rampup,
-                           duration_s=args.duration, interval_s=10.0, options={"think": "spec"}, workers=args.workers,
+                           duration_s=args.duration, interval_s=10.0, options={"think": "spec"}, processes=args.workers,
                            results_url=f"sqlite:///{tmp}/results.db", seed=12345, cluster=cluster.scheduler_address)
         record = run(config, live=print, observers=[HostCpu()])
         watch.done.set()

@@ -150,7 +150,7 @@ def one(mode: str, args: argparse.Namespace, address: str, roots: dict[str, int]
     watcher.start()
     config = RunConfig(workload="tpcc", url=args.url, users=[args.users], rampup_s=10.0, duration_s=args.duration,
                        interval_s=10.0, options={"think": "off"}, results_url=f"sqlite:///{tmp}/{mode}.db", seed=12345,
-                       workers=args.processes, cluster=address if mode == "dask" else None)
+                       processes=args.processes, cluster=address if mode == "dask" else None)
     try:
         record = run(config, live=None)
     finally:

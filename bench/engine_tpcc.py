@@ -171,7 +171,7 @@ def run_one(server: str, users: int, rampup: float, duration: float, options: di
     with tempfile.TemporaryDirectory(prefix="tpsb_eng_") as tmp:
         config = RunConfig(workload="tpcc", url=url, users=[users], rampup_s=rampup, duration_s=duration,
                            interval_s=interval, options={"think": "off", **(options or {})}, build_scale=scale,
-                           results_url=f"sqlite:///{tmp}/results.db", seed=12345, workers=workers,
+                           results_url=f"sqlite:///{tmp}/results.db", seed=12345, processes=workers,
                            multiplex=multiplex, metrics_addr=metrics_addr)
         with Monitor(server, database(url), every, memory_every, url) as monitor:
             record = run(config, live=None)

@@ -112,7 +112,7 @@ def side_by_side(workload: str, scale: int, options: dict[str, str], args: argpa
             url = urls(args)[engine]
             target = open_target(url)
             target.ensure_database()
-            result = build(workload, scale, url, workers=args.workers, seed=0, load_time=load_time,
+            result = build(workload, scale, url, loaders=args.workers, seed=0, load_time=load_time,
                            drop_existing=True, show_progress=False, options=options)
             limit = ingest(target, wl, scale, files, args.workers)
             lines.append(f"{engine:10} tpsbench build {result.seconds:7.1f} s   engine ingest of the same rows "

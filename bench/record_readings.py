@@ -172,7 +172,7 @@ def run_pinned(config: RunConfig, cpu: int = 0) -> PinnedRun:
     included, is pinned from its start (pinning this process's thread later would not
     reach the helpers it already started, and the affinity masks read would say so)."""
     command = ["taskset", "-c", str(cpu), sys.executable, "-m", "tpsbench", "run", config.workload, "--db",
-               config.url or "", "--users", ",".join(map(str, config.users)), "--processes", str(config.workers or 1),
+               config.url or "", "--users", ",".join(map(str, config.users)), "--processes", str(config.processes or 1),
                "--rampup", f"{config.rampup_s}s", "--duration", f"{config.duration_s}s", "--interval",
                f"{config.interval_s}s", "--seed", str(config.seed), "--results", config.results_url or "",
                "--mode", config.options["mode"]]
@@ -245,7 +245,7 @@ def cpu_shared_core_pg() -> None:
                     "(taskset), the host's other CPU free for others" if pinned else
                     "sysbench point selects, 8 users on one driver process pinned to CPU 0; the shared server "
                     "NOT pinned (no private cluster could be made here)")
-            record("cpu_shared_core_pg", what, sysbench(url, "oltp_point_select", 8, workers=1),
+            record("cpu_shared_core_pg", what, sysbench(url, "oltp_point_select", 8, processes=1),
                    notes={"pinned": {"driver": [0], "server": [0] if pinned else None}}, pinned=True)
 
 

@@ -175,7 +175,7 @@ def run_tpsbench(url: str, server: str, mode: str, seconds: int, users: int, wor
                      {k[6:]: int(v) for k, v in meta.items() if k.startswith("const_")}, options)
     meter = WindowMeter(server, database(url), server_cpus)
     step = LoadStep(users=users, duration_s=float(seconds), rampup_s=2.0, interval_s=10.0, multiplex=multiplex)
-    outcome = run_steps(ctx, wl, [step], workers=workers, live=None, observers=[meter])
+    outcome = run_steps(ctx, wl, [step], processes=workers, live=None, observers=[meter])
     if outcome.status is RunStatus.INTERRUPTED:  # the engine took the Ctrl-C (SIGTERM) for itself: stop here too
         raise KeyboardInterrupt(f"signal {outcome.signal}")
     result = outcome.steps[0]

@@ -29,8 +29,8 @@ def row_counts(url: str) -> dict[str, int]:
         return {t: conn.execute(sa.text(f"SELECT COUNT(*) FROM {t}")).scalar_one() for t in TPCC.tables}
 
 
-def assert_built_and_consistent(url: str, scale: int, workers: int) -> None:
-    result = build("tpcc", scale, url, workers=workers, seed=11, load_time=LOAD_TIME, show_progress=False)
+def assert_built_and_consistent(url: str, scale: int, loaders: int) -> None:
+    result = build("tpcc", scale, url, loaders=loaders, seed=11, load_time=LOAD_TIME, show_progress=False)
     expected = TPCC.expected_rows(scale, 11)
     assert result.rows == expected
     assert row_counts(url) == expected
@@ -57,7 +57,7 @@ def routines(url: str) -> set[str]:
     pytest.param("pg_url", marks=pytest.mark.postgresql), pytest.param("mysql_url", marks=pytest.mark.mysql)])
 def test_build_creates_and_drop_removes_the_stored_procedures(url_fixture: str, request: pytest.FixtureRequest) -> None:
     url = request.getfixturevalue(url_fixture)
-    build("tpcc", 1, url, workers=2, show_progress=False)
+    build("tpcc", 1, url, loaders=2, show_progress=False)
     assert routines(url) == {"tpcc_new_order", "tpcc_payment", "tpcc_delivery"}
     drop("tpcc", url)
     assert routines(url) == set() and not open_target(url).table_names() & set(TPCC.tables)
@@ -65,19 +65,19 @@ def test_build_creates_and_drop_removes_the_stored_procedures(url_fixture: str, 
 
 @pytest.mark.parametrize("scale", [1, pytest.param(4, marks=pytest.mark.slow)])
 def test_sqlite_build_and_check(sqlite_url: str, scale: int) -> None:
-    assert_built_and_consistent(sqlite_url, scale, workers=1)
+    assert_built_and_consistent(sqlite_url, scale, loaders=1)
 
 
 @pytest.mark.postgresql
 @pytest.mark.parametrize("scale", [1, pytest.param(4, marks=pytest.mark.slow)])
 def test_postgresql_build_and_check(pg_url: str, scale: int) -> None:
-    assert_built_and_consistent(pg_url, scale, workers=2)
+    assert_built_and_consistent(pg_url, scale, loaders=2)
 
 
 @pytest.mark.mysql
 @pytest.mark.parametrize("scale", [1, pytest.param(4, marks=pytest.mark.slow)])
 def test_mariadb_build_and_check(mysql_url: str, scale: int) -> None:
-    assert_built_and_consistent(mysql_url, scale, workers=2)
+    assert_built_and_consistent(mysql_url, scale, loaders=2)
 
 
 def table_digests(url: str) -> dict[str, str]:
@@ -97,13 +97,13 @@ def table_digests(url: str) -> dict[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.postgresql
-def test_same_seed_same_data_with_1_and_4_workers(pg_url: str) -> None:
-    build("tpcc", 4, pg_url, workers=1, seed=5, load_time=LOAD_TIME, show_progress=False)
+def test_same_seed_same_data_with_1_and_4_loaders(pg_url: str) -> None:
+    build("tpcc", 4, pg_url, loaders=1, seed=5, load_time=LOAD_TIME, show_progress=False)
     one = table_digests(pg_url)
-    build("tpcc", 4, pg_url, workers=4, seed=5, load_time=LOAD_TIME, show_progress=False, drop_existing=True)
+    build("tpcc", 4, pg_url, loaders=4, seed=5, load_time=LOAD_TIME, show_progress=False, drop_existing=True)
     four = table_digests(pg_url)
     assert one == four
-    build("tpcc", 4, pg_url, workers=4, seed=6, load_time=LOAD_TIME, show_progress=False, drop_existing=True)
+    build("tpcc", 4, pg_url, loaders=4, seed=6, load_time=LOAD_TIME, show_progress=False, drop_existing=True)
     other_seed = table_digests(pg_url)
     assert other_seed["customer"] != one["customer"] and other_seed["order_line"] != one["order_line"]
 

@@ -195,5 +195,5 @@ def test_options_reach_every_target_s_run_flags_included(built_tpcc_sqlite: Path
     runs = ResultsStore(f"sqlite:///{tmp_path / 'tpsbench-results.db'}", create=False).list_runs()
     assert [r.storage for r in runs] == ["first", "second"]
     for run in runs:
-        assert (run.config["multiplex"], run.config["workers"], run.config["force"], run.notes) == \
+        assert (run.config["multiplex"], run.config["processes"], run.config["force"], run.notes) == \
             (False, 1, False, "same for all")

@@ -1,12 +1,12 @@
-"""--help that teaches, and one spelling per idea (issue 14, the newcomer's first hour).
+"""--help that teaches, and one spelling per idea (the newcomer's first hour).
 
 Why: a newcomer learns tpsbench from --help. click's own TEXT, INTEGER and FLOAT do not
 say what to type (is --duration 300 or 5m?), and one name for two ideas (--workers for
 build's loaders and for run's processes) teaches the wrong one. These tests walk the
 whole click tree, the subcommands generated per workload included (a workload of one's
 own too), so that an option added without a metavar or help text fails here; and they
-hold the renamed options to their promise: the new spelling in --help, the old one still
-taken, with one line on stderr that says what to type now.
+hold each idea to its one spelling: --loaders for build, --processes for run, the other
+refused (neither shipped in a release under another name, so no old spelling is kept).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from tpsbench.workloads.tpcc import TpccWorkload
 #: what click shows for an option that names no kind of its own
 CLICK_KINDS = re.compile(r"\b(TEXT|INTEGER|FLOAT)\b")
 DURATION_FORM = "DURATION like 30s, 5m or 1h"
-NOTE = "tpsbench: note: {old} is now {new}; the old spelling still works for now"
 
 
 def walk(command: click.Command, ctx: click.Context) -> Iterator[tuple[click.Command, click.Context]]:
@@ -127,8 +126,9 @@ def test_a_bare_group_shows_its_help_not_an_error(capsys: pytest.CaptureFixture[
 
 def test_scale_is_spelt_scale_and_workers_is_gone_from_help(toy_folder: Path) -> None:  # noqa: F811 - the fixture imported above
     for command, ctx in tree():
-        shown = [opt for p in command.get_params(ctx) if isinstance(p, click.Option) and not p.hidden for opt in p.opts]
-        assert "--workers" not in shown, ctx.command_path
+        options = [p for p in command.get_params(ctx) if isinstance(p, click.Option)]
+        shown = [opt for p in options if not p.hidden for opt in p.opts]
+        assert "--workers" not in [opt for p in options for opt in p.opts], ctx.command_path  # hidden neither
         if re.fullmatch(r"tpsbench (run|build|size) \w+", ctx.command_path):
             assert "--scale" in shown, ctx.command_path
 
@@ -158,23 +158,19 @@ def build_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
     def fake(workload: str, scale: int, url: str | None, **kwargs: Any) -> SimpleNamespace:
         calls.append({"scale": scale, **kwargs})
-        return SimpleNamespace(workload=workload, scale=scale, seed=0, workers=kwargs["workers"] or 1, seconds=0.0,
+        return SimpleNamespace(workload=workload, scale=scale, seed=0, loaders=kwargs["loaders"] or 1, seconds=0.0,
                                rows={})
     monkeypatch.setattr("tpsbench.commands.build.build", fake)
     return calls
 
 
-@pytest.mark.parametrize(("args", "loaders", "note"), [
-    (["--loaders", "3"], 3, False), (["--workers", "3"], 3, True), (["--workers", "2", "--loaders", "3"], 3, True),
-    ([], None, False),
-])
-def test_build_takes_loaders_and_the_old_workers(args: list[str], loaders: int | None, note: bool,
-                                                 build_calls: list[dict[str, Any]],
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("args", "loaders"), [(["--loaders", "3"], 3), ([], None)])
+def test_build_takes_loaders(args: list[str], loaders: int | None, build_calls: list[dict[str, Any]],
+                             capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = invoke(["build", "tpcc", "--scale", "2", *args], capsys)
     assert code == 0, err
-    assert [call["workers"] for call in build_calls] == [loaders]
-    assert err == ([NOTE.format(old="--workers", new="--loaders")] if note else [])
+    assert [call["loaders"] for call in build_calls] == [loaders]
+    assert err == []
     assert "loader(s)" in out
 
 
@@ -190,22 +186,31 @@ def run_configs(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return configs
 
 
-@pytest.mark.parametrize(("args", "processes", "build_scale", "notes"), [
-    (["--processes", "2"], 2, None, []),
-    (["--workers", "2"], 2, None, [("--workers", "--processes")]),
-    (["--build-if-missing", "--scale", "3"], None, 3, []),
-    (["--build-if-missing", "--scale", "small"], None, TpccWorkload.scale_factors()["presets"]["small"]["scale"], []),
-    (["--build-if-missing", "3"], None, 3, [("--build-if-missing SCALE", "--build-if-missing --scale SCALE")]),
-    (["--build-if-missing=3", "--workers", "2"], 2, 3,
-     [("--build-if-missing SCALE", "--build-if-missing --scale SCALE"), ("--workers", "--processes")]),
+@pytest.mark.parametrize(("args", "processes", "build_scale"), [
+    (["--processes", "2"], 2, None),
+    (["--build-if-missing", "--scale", "3"], None, 3),
+    (["--build-if-missing", "--scale", "small"], None, TpccWorkload.scale_factors()["presets"]["small"]["scale"]),
 ])
-def test_run_takes_the_new_spellings_and_the_old(args: list[str], processes: int | None, build_scale: int | None,
-                                                 notes: list[tuple[str, str]], run_configs: list[Any],
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_takes_processes_and_build_if_missing_with_scale(args: list[str], processes: int | None,
+                                                             build_scale: int | None, run_configs: list[Any],
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = invoke(["run", "tpcc", *args], capsys)
     assert code != 0
-    assert err == [*(NOTE.format(old=old, new=new) for old, new in notes), "tpsbench: error: stopped before the run"]
-    assert [(c.workers, c.build_scale) for c in run_configs] == [(processes, build_scale)]
+    assert err == ["tpsbench: error: stopped before the run"]
+    assert [(c.processes, c.build_scale) for c in run_configs] == [(processes, build_scale)]
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["build", "tpcc", "--scale", "2", "--workers", "3"], "No such option '--workers'"),
+    (["run", "tpcc", "--workers", "2"], "No such option '--workers'"),
+    (["run", "tpcc", "--build-if-missing", "3"], "unexpected extra argument"),
+])
+def test_the_spellings_that_never_shipped_are_refused(args: list[str], needle: str, run_configs: list[Any],
+                                                      build_calls: list[dict[str, Any]],
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = invoke(args, capsys)
+    assert code == 2 and any(needle in line for line in err), err
+    assert run_configs == [] and build_calls == []
 
 
 @pytest.mark.parametrize(("args", "needle"), [

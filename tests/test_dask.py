@@ -48,7 +48,7 @@ from tpsbench.report.table import render
 from tpsbench.results.store import ResultsStore
 
 HOST = socket.gethostname()
-STEP = {"rampup_s": 0.5, "duration_s": 2.0, "interval_s": 0.5, "workers": 2}
+STEP = {"rampup_s": 0.5, "duration_s": 2.0, "interval_s": 0.5, "processes": 2}
 
 
 @pytest.fixture(scope="module")

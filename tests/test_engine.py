@@ -188,7 +188,7 @@ def test_sqlite_commits_equal_table_change(tmp_path: Any) -> None:
     step's threads made (the engine keeps them), which sqlite3 refuses by default."""
     ctx = make_table(f"sqlite:///{tmp_path / 'counter.db'}")
     steps = [LoadStep(users=users, duration_s=1.5, rampup_s=0.5, interval_s=0.5) for users in (2, 4)]
-    outcome = bounded(lambda: run_steps(ctx, CounterWorkload(), steps, workers=2, live=None), 90)
+    outcome = bounded(lambda: run_steps(ctx, CounterWorkload(), steps, processes=2, live=None), 90)
     assert outcome.status is RunStatus.COMPLETED
     assert [s.total().total("errors") for s in outcome.steps] == [0, 0], [s.total().errors for s in outcome.steps]
     step = outcome.steps[1]
@@ -209,7 +209,7 @@ def test_postgres_commits_equal_table_change_and_rampup_is_not_measured(pg_ctx: 
     steps = [LoadStep(users=3, duration_s=1.5, rampup_s=1.0, interval_s=0.5),
              LoadStep(users=6, duration_s=1.5, rampup_s=1.0, interval_s=0.5)]
     outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), steps, seen.append, done.append,
-                                        workers=2, live=lines.append), 90)
+                                        processes=2, live=lines.append), 90)
     assert outcome.status is RunStatus.COMPLETED
     assert [s.step for s in done] == [1, 2] and len(seen) == sum(len(s.intervals) for s in done)
     assert len(lines) == len(seen) - 2  # no live line for the in-flight tail of a step
@@ -283,10 +283,10 @@ class ThreePerWorker(CounterWorkload):
         return 3
 
 
-def test_workers_below_one_are_refused(tmp_path: Any) -> None:
+def test_processes_below_one_are_refused(tmp_path: Any) -> None:
     ctx = make_table(f"sqlite:///{tmp_path / 'counter.db'}")
-    with pytest.raises(TpsbenchError, match="workers must be at least 1, not 0"):
-        run_steps(ctx, CounterWorkload(), [LoadStep(users=1, duration_s=1.0)], workers=0, live=None)
+    with pytest.raises(TpsbenchError, match="processes must be at least 1, not 0"):
+        run_steps(ctx, CounterWorkload(), [LoadStep(users=1, duration_s=1.0)], processes=0, live=None)
 
 
 def processes_that_ran(step: StepOutcome) -> set[str]:
@@ -306,8 +306,8 @@ def test_default_workers_follow_the_workloads_users_per_worker(pg_ctx: RunContex
     assert len(three.worker_pids) == 2  # the pool: ceil(5 / 3) workers
     assert len(processes_that_ran(three)) == 1 and len(processes_that_ran(five)) == 2
     assert commits(outcome) == evidence(pg_ctx.url)
-    # --workers fixes the spread: both workers share even the smaller step
-    fixed = bounded(lambda: run_steps(pg_ctx, ThreePerWorker(), steps[:1], workers=2, live=None), 90)
+    # --processes fixes the spread: both workers share even the smaller step
+    fixed = bounded(lambda: run_steps(pg_ctx, ThreePerWorker(), steps[:1], processes=2, live=None), 90)
     assert len(processes_that_ran(fixed.steps[0])) == 2
 
 
@@ -330,7 +330,7 @@ def test_a_user_that_cannot_open_its_session_is_a_step_problem_stored_and_report
 
     ctx = make_table(f"sqlite:///{tmp_path / 'counter.db'}")
     step = LoadStep(users=3, duration_s=1.0, rampup_s=0.3, interval_s=0.5)
-    outcome = bounded(lambda: run_steps(ctx, OneUserCannotOpen(), [step], workers=1, live=None), 60)
+    outcome = bounded(lambda: run_steps(ctx, OneUserCannotOpen(), [step], processes=1, live=None), 60)
     result = outcome.steps[0]
     assert result.problems == ["worker 0: user 1 ended: could not open its session, so it sat the step out: "
                                "no such table: counter_of_user_1"]
@@ -359,7 +359,7 @@ def test_killed_worker_ends_the_step_with_an_error_not_a_hang(pg_ctx: RunContext
     steps = [LoadStep(users=6, duration_s=2.0, rampup_s=0.5, interval_s=0.5),
              LoadStep(users=6, duration_s=1.0, interval_s=0.5)]
     t0 = time.monotonic()
-    outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), steps, kill_one, workers=2, live=None), 60)
+    outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), steps, kill_one, processes=2, live=None), 60)
     assert time.monotonic() - t0 < 30
     first, second = outcome.steps
     assert killed and any(f"pid {killed[0]}" in p and "signal 9" in p for p in first.problems)
@@ -384,7 +384,7 @@ def test_terminated_backends_reconnect_and_the_step_completes(pg_ctx: RunContext
 
     outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), [LoadStep(users=8, duration_s=2.5, rampup_s=0.5,
                                                                          interval_s=0.5)], terminate_all,
-                                        workers=2, live=None), 60)
+                                        processes=2, live=None), 60)
     step = outcome.steps[0]
     assert outcome.status is RunStatus.COMPLETED and terminated == [8]
     assert step.problems == []
@@ -420,7 +420,7 @@ def test_ctrl_c_ends_the_run_within_five_seconds_keeping_finished_intervals(pg_c
 
     outcome = run_steps(pg_ctx, CounterWorkload(), [LoadStep(users=4, duration_s=60, rampup_s=0.5, interval_s=0.5),
                                                     LoadStep(users=8, duration_s=60)],
-                        interrupt_soon, workers=2, live=None)
+                        interrupt_soon, processes=2, live=None)
     assert time.monotonic() - sent[0] < 5
     assert outcome.status is RunStatus.INTERRUPTED and len(outcome.steps) == 1
     step = outcome.steps[0]

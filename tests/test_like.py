@@ -133,6 +133,14 @@ def test_like_refuses_an_unknown_run_or_a_word_in_one_line(runs: tuple[Path, str
     assert len(ResultsStore(results, create=False).list_runs()) == before
 
 
+@pytest.mark.parametrize("key", ["processes", "workers"])
+def test_the_processes_of_a_configuration_new_or_stored_before(key: str) -> None:
+    """Runs stored before the key was "processes" said "workers": both repeat as --processes."""
+    config = {"workload": "sysbench", "users": [4], key: 3}
+    args = like_arguments(config)
+    assert args[args.index("--processes") + 1] == "3", args
+
+
 def test_the_arguments_of_a_configuration() -> None:
     config = {"workload": "sysbench", "users": [4, 8], "rampup_s": 1.5, "duration_s": 60.0, "interval_s": 5.0,
               "warmup_s": 0.0, "until_steady_s": None, "repeat": 2, "workers": None, "seed": None, "multiplex": False,

@@ -275,7 +275,7 @@ def test_engine_step_survives_every_backend_killed_with_users_on_the_shared_thre
 
     before = database_counts(server.conn)
     step = LoadStep(users=6, duration_s=3.0, rampup_s=0.5, interval_s=0.5, multiplex=True)
-    outcome = bounded(lambda: run_steps(ctx, wl, [step], kill_all, workers=1, live=None), 90)
+    outcome = bounded(lambda: run_steps(ctx, wl, [step], kill_all, processes=1, live=None), 90)
     after = database_counts(server.conn)
     result = outcome.steps[0]
     assert outcome.status is RunStatus.COMPLETED and result.problems == [] and killed == [6]

@@ -291,7 +291,7 @@ def test_own_workload_builds_runs_and_checks(database: str, toy_folder: Path, tm
     assert tpsbench.workloads.workload_classes()[NAME].folder() == toy_folder.resolve()
 
     scale = 3
-    built = tpsbench.build(NAME, scale, url, workers=2, seed=7, show_progress=False)
+    built = tpsbench.build(NAME, scale, url, loaders=2, seed=7, show_progress=False)
     assert built.rows == {"kv": scale * ROWS_PER_UNIT}
     engine = sa.create_engine(url, poolclass=sa.NullPool)
     try:

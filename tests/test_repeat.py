@@ -150,7 +150,7 @@ def test_a_repeated_run_on_a_dask_cluster(built_tpcc_sqlite: Path, tmp_path: Pat
         client.wait_for_workers(1, timeout=60)
         scheduler = client.scheduler.address
         record = run(RunConfig("tpcc", copy_of(built_tpcc_sqlite, tmp_path), users=[1, 2], repeat=2, rampup_s=0.0,
-                               duration_s=0.5, interval_s=0.5, workers=1, seed=3, cluster=scheduler,
+                               duration_s=0.5, interval_s=0.5, processes=1, seed=3, cluster=scheduler,
                                results_url=f"sqlite:///{tmp_path / 'results.db'}"), live=None)
     assert record.status == "completed" and record.honesty["match"] is True, record.honesty
     data = record.store.load_run(record.run_id)

@@ -171,6 +171,21 @@ def test_compare_takes_welch_on_repeats_and_batch_means_otherwise(store: Results
     assert noise.repeats is None and noise.counts == (6, 6)  # one side single: batch means as before
 
 
+def test_the_not_storage_warning_reads_a_repeated_load_by_all_its_repeats(store: ResultsStore) -> None:
+    """The warning's "differ by up to" is the ratio compare shows (the repeats' means), and
+    its verdicts are every repeat's, not the first step's alone."""
+    from tpsbench.report.limits import _compared_steps
+
+    data = store.load_run(stored_repeats(store, "A", 1.0))
+    found = _compared_steps(data)
+    tps = {users: [s.summary.tps for s in data.steps if s.users == users and s.summary] for users in (1, 4)}
+    assert {u: steps for u, (steps, _) in found.items()} == {1: [1, 3, 5], 4: [2, 4, 6]}
+    assert {u: mean for u, (_, mean) in found.items()} == {u: pytest.approx(sum(v) / 3) for u, v in tps.items()}
+    single = RunData(run=type(data.run)(**{**vars(data.run), "config": {"users": [1, 4]}}), steps=data.steps,
+                     intervals=data.intervals)
+    assert {u: steps for u, (steps, _) in _compared_steps(single).items()} == {1: [1], 4: [2]}
+
+
 def test_the_json_export_of_repeats_is_version_3_and_validates(store: ResultsStore) -> None:
     import jsonschema
 

@@ -67,7 +67,7 @@ def test_run_without_build_is_refused_in_one_line(sqlite_url: str, tmp_path) -> 
 @pytest.mark.parametrize("server", ["pg_url", "mysql_url"])
 def test_server_runs_pass_checks_and_honesty(server: str, request: pytest.FixtureRequest, tmp_path) -> None:
     url = request.getfixturevalue(server)
-    build("tpcc", 4, url, workers=2, show_progress=False)
+    build("tpcc", 4, url, loaders=2, show_progress=False)
     most = users_that_fit(url, 100, least=20)  # 100 where the server has the room
     users = sorted({min(n, most) for n in (1, 20, 50, 100)})
     record = short_run(url, f"sqlite:///{tmp_path}/r.db", users)

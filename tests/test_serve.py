@@ -1,8 +1,8 @@
 """``tpsbench serve`` through the real CLI: a campaign started by another process is
-followed live in Chromium (its chart gains points, its step marker moves, its end shows the
-report's figures), with every request off 127.0.0.1 stopped; what users typed shows as
-text; the store is never written (every page read after the run leaves its file as it
-was); and the refusals are one line each.
+followed live in Chromium (its chart gains points, its step marker moves from the warm-up,
+named as such, to each step, its end shows the report's figures), with every request off
+127.0.0.1 stopped; what users typed shows as text; the store is never written (every page
+read after the run leaves its file as it was); and the refusals are one line each.
 """
 
 from __future__ import annotations
@@ -76,6 +76,8 @@ def _watch(tab: Any) -> dict[str, Any]:
         const current = document.querySelector('#chart-tps .marker.current');
         return {points: Number(document.getElementById('chart-tps').dataset.points),
                 step: document.getElementById('step').dataset.step || null,
+                where: document.getElementById('step').textContent,
+                labels: [...document.querySelectorAll('#chart-tps text.tick')].map((t) => t.textContent),
                 marker: current ? Number(current.getAttribute('x1')) : null,
                 status: document.getElementById('status').textContent,
                 left: document.getElementById('left').textContent,
@@ -114,7 +116,8 @@ def test_a_campaign_from_another_process_is_followed_live(served: tuple[str, str
             tab.goto(base + "/")
             (tmp_path / "live.toml").write_text(
                 'name = "live"\nworkload = "tpcc"\nscale = 1\nusers = [1, 2]\nrampup = "1s"\nduration = "6s"\n'
-                f'interval = "1s"\n[[target]]\ndb = "{copy_of(built_tpcc_sqlite, tmp_path)}"\n'
+                f'interval = "1s"\n[options]\nwarmup = "2s"\n'
+                f'[[target]]\ndb = "{copy_of(built_tpcc_sqlite, tmp_path)}"\n'
                 f'storage = {json.dumps(EVIL)}\n')
             run = subprocess.Popen([sys.executable, "-m", "tpsbench", "campaign", "live.toml", "--results", results],
                                    cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -148,7 +151,10 @@ def test_a_campaign_from_another_process_is_followed_live(served: tuple[str, str
     growing = [s["points"] for s in live if s["points"]]
     assert len(set(growing)) >= 3 and growing == sorted(growing), seen  # points came as intervals were stored
     markers = {s["step"]: s["marker"] for s in live if s["step"]}
-    assert set(markers) == {"1", "2"} and markers["2"] > markers["1"], seen  # the step marker moved on
+    assert set(markers) == {"0", "1", "2"} and markers["2"] > markers["1"] > markers["0"], seen  # it moved on
+    # the warm-up (step 0) is named as the warm-up, never as a step
+    assert any(s["where"].startswith("the warm-up (1 user)") for s in live if s["step"] == "0"), seen
+    assert "warm-up: 1 user" in final["labels"] and not any(label.startswith("step 0") for label in final["labels"])
     assert any(s["left"] not in ("?", "0 s") for s in live), seen
     assert final["status"] == "completed" and final["points"] >= growing[-1]
     assert dialogs == [] and problems == [] and blocked == []

@@ -560,7 +560,7 @@ def test_engine_runs_oltp_insert_and_the_rows_match_the_commits(sb_pg: str) -> N
     before = wl.database_counts(conn)
     steps = [engine.LoadStep(users=2, duration_s=1.5, interval_s=0.5),
              engine.LoadStep(users=3, duration_s=1.5, interval_s=0.5)]
-    outcome = engine.run_steps(ctx, wl, steps, workers=1, live=None)
+    outcome = engine.run_steps(ctx, wl, steps, processes=1, live=None)
     after = wl.database_counts(conn)
     conn.close()
     commits: dict[str, int] = {}
@@ -596,7 +596,7 @@ def test_engine_qps_split_matches_postgresql_counters(sb_pg: str, multiplex: boo
     for mode in ("oltp_point_select", "oltp_read_only", "oltp_write_only"):  # the first: one statement a transaction
         wl, ctx = configured(url, mode, {"rand_type": "uniform"}, seed=11)
         before = counters.settled()
-        outcome = engine.run_steps(ctx, wl, steps, workers=2, live=None)
+        outcome = engine.run_steps(ctx, wl, steps, processes=2, live=None)
         totals = [step.total() for step in outcome.steps]
         assert all(not step.problems for step in outcome.steps) and all(t.total("errors") == 0 for t in totals)
         got = {kind: sum(t.statements[kind] for t in totals) for kind in ("read", "write", "other")}
@@ -639,7 +639,7 @@ def test_engine_on_mariadb_sends_every_statement_of_the_mix(sb_mysql: str) -> No
     before = status()
     steps = [engine.LoadStep(users=2, duration_s=1.0, rampup_s=0.3, interval_s=0.5),
              engine.LoadStep(users=4, duration_s=1.0, rampup_s=0.3, interval_s=0.5)]
-    outcome = engine.run_steps(ctx, wl, steps, workers=2, live=None)
+    outcome = engine.run_steps(ctx, wl, steps, processes=2, live=None)
     delta = {k: v - before[k] for k, v in status().items()}
     admin.close()
     totals = [step.total() for step in outcome.steps]

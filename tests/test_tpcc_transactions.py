@@ -47,7 +47,7 @@ def built_database(backend: str, db_template: Callable[..., str]) -> Iterator[st
     """TPC-C at SCALE (seed SEED, loaded at LOAD_TIME) on the server, dropped afterwards: a
     copy of the session's template (conftest.db_template), which test_multiplex and
     test_deferred_delivery copy too."""
-    with scratch_database(backend, db_template(backend, "tpcc", SCALE, workers=2, seed=SEED, load_time=LOAD_TIME)) \
+    with scratch_database(backend, db_template(backend, "tpcc", SCALE, loaders=2, seed=SEED, load_time=LOAD_TIME)) \
             as url:
         yield url
 
@@ -105,7 +105,7 @@ def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
     url = next(scratch)
     try:
         if backend == "sqlite":
-            build("tpcc", SCALE, url, workers=2, seed=SEED, load_time=LOAD_TIME, show_progress=False)
+            build("tpcc", SCALE, url, loaders=2, seed=SEED, load_time=LOAD_TIME, show_progress=False)
         target = open_target(url)
         if path and path not in target.client_paths():
             unavailable(f"--client {path}", target.client_path_missing(path))

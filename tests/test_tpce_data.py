@@ -221,7 +221,7 @@ def row_counts(url: str) -> dict[str, int]:
 
 
 def build_and_check(url: str, options: dict[str, str]) -> None:
-    result = build("tpce", 1000, url, workers=2, seed=SEED, load_time=LOAD_TIME, show_progress=False, options=options)
+    result = build("tpce", 1000, url, loaders=2, seed=SEED, load_time=LOAD_TIME, show_progress=False, options=options)
     expected = workload(options).expected_rows(1000, SEED)
     assert result.rows == expected
     assert row_counts(url) == expected

@@ -61,7 +61,7 @@ def built(backend: str, tmp_path_factory: pytest.TempPathFactory, db_template: C
     """A fresh build on ``backend`` (sqlite, postgresql or mysql; the module docstring's)
     and its probe, dropped afterwards: this module's fixture, and test_tpce_procedures'.
     On a server a copy of the session's template of this build, which both modules share."""
-    arguments: dict[str, Any] = {"workers": 2, "seed": SEED, "load_time": LOAD_TIME, "options": BUILD}
+    arguments: dict[str, Any] = {"loaders": 2, "seed": SEED, "load_time": LOAD_TIME, "options": BUILD}
     with contextlib.ExitStack() as stack:
         if backend == "sqlite":
             url = f"sqlite:///{tmp_path_factory.mktemp('tpce') / 'tpce.db'}"

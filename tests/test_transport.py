@@ -107,7 +107,7 @@ def test_the_coordinator_runs_workers_through_another_transport(tmp_path: Path) 
     steps = [LoadStep(users=2, duration_s=1.0, rampup_s=0.3, interval_s=0.5),
              LoadStep(users=4, duration_s=1.0, rampup_s=0.3, interval_s=0.5)]
     transport = ThreadTransport(2)
-    outcome = run_plan(plan_run(ctx, CounterWorkload(), steps, workers=2), transport=transport, live=None)
+    outcome = run_plan(plan_run(ctx, CounterWorkload(), steps, processes=2), transport=transport, live=None)
     assert outcome.status is RunStatus.COMPLETED and [s.users for s in outcome.steps] == [2, 4]
     assert all(s.problems == [] and s.summary is not None and s.summary.intervals == 2 for s in outcome.steps)
     assert commits(outcome) == evidence(ctx.url) > 0

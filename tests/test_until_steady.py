@@ -5,15 +5,19 @@ sleeps less as the counter grows (80 ms down to 20 ms by its 30th commit), so th
 step's first intervals ramp and then settle, whatever the host's speed. With --duration
 1s the step measures on past it while it ramps and ends once its last five intervals are
 steady, well before MAX: said on a live line, stored with the step, and the step's figures
-are the window judged steady (the interval under way when it ended is not steady).
+are the window judged steady (the interval under way when it ended is not steady). As a
+warm-up (``--warmup`` with ``--until-steady``) it ends once steady too, before step 1, and
+every report format says so.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import cli_in_process
 from test_warmup import tpsbench
 
 from tpsbench.commands.warmup import check_until_steady, warmup_step
@@ -23,6 +27,7 @@ from tpsbench.engine.until_steady import SteadyWatch
 from tpsbench.measure.histogram import LatencyHistogram
 from tpsbench.measure.reports import IntervalReport, TxnReport
 from tpsbench.measure.steady_state import excursion
+from tpsbench.report.export import json_schema
 
 RAMP = '''
 description = "one counter: each transaction bumps it and sleeps, less as it grows, down to 20 ms"
@@ -124,3 +129,43 @@ def test_exactly_five_intervals_is_enough_and_the_warmup_ends_once_steady() -> N
     assert warm is not None and (warm.duration_s, warm.least_s) == (30.0, 0.0)
     plain = warmup_step(30.0, LoadStep(users=4, duration_s=10.0))
     assert plain is not None and plain.least_s is None
+
+
+@pytest.mark.slow
+def test_a_warmup_until_steady_ends_once_steady_and_every_format_says_so(pg_url: str, tmp_path: Path) -> None:
+    (tmp_path / "ramp.toml").write_text(RAMP)
+    built = tpsbench(tmp_path, pg_url, "build", "custom", "--file", "ramp.toml")
+    assert built.returncode == 0, built.stderr
+    done = tpsbench(tmp_path, pg_url, "run", "custom", "--file", "ramp.toml", "--users", "1", "--processes", "1",
+                    "--rampup", "0.5s", "--warmup", "60s", "--duration", "1s", "--interval", "1s",
+                    "--until-steady", "60s")  # whole seconds: a p95 of some 40 transactions, not 15
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "the warm-up steady (SNIA, last 5 intervals) after " in done.stderr, done.stderr[-3000:]
+    with sqlite3.connect(tmp_path / "results.db") as db:
+        said = dict(db.execute("SELECT name, value FROM observations WHERE observer = 'until_steady' AND step = 0 "
+                               "AND interval IS NULL").fetchall())
+        warm = db.execute("SELECT t_end, tps, steady FROM intervals WHERE step = 0 ORDER BY interval").fetchall()
+        (first,) = db.execute("SELECT min(t_start) FROM intervals WHERE step = 1").fetchone()
+    # the warm-up ramped, then ended once steady: well before its 60 s, and before step 1
+    assert said["steady"] == 1.0 and 5 <= said["measured_s"] < 50, said
+    assert not any(steady for *_, steady in warm) and max(t for t, *_ in warm) <= first, warm
+    results = f"sqlite:///{tmp_path / 'results.db'}"
+    shown = {fmt: cli_in_process("report", "--format", fmt, "--results", results, cwd=tmp_path)
+             for fmt in ("json", "markdown", "csv", "rich")}
+    assert all(s.returncode == 0 for s in shown.values()), {f: s.stderr for f, s in shown.items()}
+    import jsonschema  # a test dependency only, as in test_repeats
+
+    doc = json.loads(shown["json"].stdout)
+    jsonschema.Draft202012Validator(json_schema(doc["schema"])).validate(doc)
+    warmup = doc["runs"][0]["warmup"]
+    assert warmup["until_steady"] == {"steady": True, "measured_s": said["measured_s"]}, warmup
+    assert warmup["steady_state"]["steady"] is True and warmup["steady_state"]["intervals"] == said["intervals"]
+    assert warmup["users"] == 1 and warmup["seconds"] == pytest.approx(said["measured_s"], abs=0.05), warmup
+    assert "until_steady" in doc["runs"][0]["steps"][0]["steady_state"], doc["runs"][0]["steps"][0]
+    for fmt in ("markdown", "csv", "rich"):
+        text = " ".join(shown[fmt].stdout.split())
+        assert "Warm-up before step 1" in text and "steady; ended once steady after" in text, (fmt, text)
+    page = tmp_path / "report.html"
+    html = cli_in_process("report", "--format", "html", "--output", str(page), "--results", results, cwd=tmp_path)
+    assert html.returncode == 0, html.stderr
+    assert "Warm-up before step 1" in page.read_text() and ">warm-up<" in page.read_text()

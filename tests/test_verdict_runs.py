@@ -98,7 +98,7 @@ def test_point_selects_from_one_driver_process_on_the_server_s_core_are_cpu(tmp_
                         f"{record_readings.PRIVATE_PORT}")
         with record_readings.pg_database("tpsb_verdict_cpu", port) as url:
             tpsbench.build("sysbench", 1, url, show_progress=False, options={"table_size": "1000"})
-            pinned = record_readings.run_pinned(sysbench(url, "oltp_point_select", [8], tmp_path, workers=1))
+            pinned = record_readings.run_pinned(sysbench(url, "oltp_point_select", [8], tmp_path, processes=1))
     data = pinned.store.load_run(pinned.run_id)
     verdicts = run_verdicts(data)
     live = {int(n): text for n, text in (m.groups() for m in map(LIVE.match, pinned.lines) if m)}

@@ -13,6 +13,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,10 @@ from conftest import cli_in_process, copy_of
 from tpsbench.commands.warmup import check_warmup, warmup_step
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.engine.steps import LoadStep
+from tpsbench.engine.until_steady import UNTIL_STEADY
+from tpsbench.report.warmup import WARMUP_ROW, warmup_intervals, warmup_json, warmup_rows
+from tpsbench.results.records import Run, RunData, StoredInterval, StoredObservation
+from tpsbench.serve.views import plan, time_left
 
 
 def tpsbench(folder: Path, db: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -97,3 +102,64 @@ def test_the_warmup_step_is_the_first_step_for_its_own_time() -> None:
     check_warmup(0.0, "cold")  # none: nothing to refuse, whatever the cache
     assert warmup_step(0.0, first) is None
     assert warmup_step(30.0, first) == LoadStep(users=8, duration_s=30.0, rampup_s=5.0, interval_s=2.0, rate=100.0)
+
+
+@pytest.mark.slow
+def test_a_campaign_warms_up_each_targets_run_until_steady(built_tpcc_sqlite: Path, tmp_path: Path) -> None:
+    path = tmp_path / "campaign.toml"
+    path.write_text('workload = "tpcc"\nscale = 1\nusers = [1]\nrampup = "0s"\nduration = "1s"\ninterval = "0.5s"\n'
+                    '[options]\nprocesses = 1\nwarmup = "1.5s"\nuntil_steady = "2.5s"\n'
+                    + "".join(f'[[target]]\ndb = "{copy_of(built_tpcc_sqlite, tmp_path, name + ".db")}"\n'
+                              f'storage = "{name}"\n' for name in ("A", "B")))
+    done = tpsbench(tmp_path, "", "campaign", str(path))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    with sqlite3.connect(tmp_path / "results.db") as db:
+        runs = db.execute("SELECT id, storage, json_extract(config, '$.warmup_s'), "
+                          "json_extract(config, '$.until_steady_s') FROM runs ORDER BY id").fetchall()
+        warm = db.execute("SELECT run_id, count(*), sum(steady) FROM intervals WHERE step = 0 "
+                          "GROUP BY run_id").fetchall()
+        watched = db.execute("SELECT DISTINCT run_id FROM observations WHERE step = 0 AND interval IS NULL "
+                             "AND observer = 'until_steady'").fetchall()
+        steps = db.execute("SELECT run_id, step FROM steps ORDER BY run_id").fetchall()
+    # each target's run: the warm-up before its step, watched by --until-steady, in no step
+    assert [(storage, w, u) for _, storage, w, u in runs] == [("A", 1.5, 2.5), ("B", 1.5, 2.5)], runs
+    assert [(run, steady) for run, _, steady in warm] == [(r[0], 0) for r in runs] and all(n >= 3 for _, n, _ in warm)
+    assert sorted(watched) == [(r[0],) for r in runs] and steps == [(r[0], 1) for r in runs], (watched, steps)
+    assert done.stderr.count("the warm-up ") >= 2, done.stderr[-3000:]
+
+
+def test_the_live_page_counts_the_warmup_in_the_time_left() -> None:
+    """``tpsbench serve``: the warm-up (step 0) is as long as its ramp-up and --warmup, then every step."""
+    run = Run(1, "tpcc", datetime(2026, 1, 1), None, "running", "",
+              {"users": [1, 20], "rampup_s": 1.0, "duration_s": 9.0, "warmup_s": 30.0})
+    assert plan(run)["warmup_s"] == 30.0
+    assert time_left(run, None, 0.0, 0.0) == 31.0 + 20.0
+    assert time_left(run, 0, 100.0, 111.0) == 20.0 + 20.0  # 20 s of the warm-up, then both steps
+    assert time_left(run, 1, 200.0, 204.0) == 6.0 + 10.0
+
+
+def _warm(index: int, seconds: float, tps: float) -> StoredInterval:
+    """An interval of the warm-up (step 0) of ``seconds`` at ``tps``, p95 1 ms, never steady."""
+    start = 100.0 + index
+    return StoredInterval(0, index, start, start + seconds, False, 4, tps, 1.0, round(tps * seconds), 0, 0, 0, 0)
+
+
+def test_the_warmup_is_judged_past_its_ramp_up_on_its_whole_intervals() -> None:
+    """Ramp-up (2 x 1 s) and the cut-short tail are not judged; with --until-steady, what its watch took."""
+    run = Run(1, "tpcc", datetime(2026, 1, 1), None, "completed", "",
+              {"users": [4], "rampup_s": 2.0, "interval_s": 1.0, "warmup_s": 6.0})
+    intervals = [_warm(0, 1.0, 10.0), _warm(1, 1.0, 50.0)] + [_warm(i, 1.0, 100.0) for i in range(2, 8)]
+    data = RunData(run, intervals=[*intervals, _warm(8, 0.2, 5.0)])
+    assert [i.interval for i in warmup_intervals(data)] == list(range(2, 8))
+    found = warmup_json(data)
+    assert found is not None and found["tps"] == pytest.approx(100.0) and found["seconds"] == pytest.approx(6.0)
+    assert found["steady_state"]["steady"] is True and found["until_steady"] is None and found["intervals"] == 9
+    assert warmup_rows(data, {"4": 1}) == [(WARMUP_ROW, ["4 users, 6s, 100.0 TPS: steady"])]
+    # a warm-up that its watch ended after 5 intervals, the 6th cut short: only those 5 are judged
+    watched = RunData(run, intervals=[*intervals[:7], _warm(7, 0.9, 20.0)], observations=[
+        StoredObservation(0, None, UNTIL_STEADY, name, value)
+        for name, value in (("steady", 1.0), ("measured_s", 5.0), ("intervals", 5.0))])
+    assert [i.interval for i in warmup_intervals(watched)] == [2, 3, 4, 5, 6]
+    assert warmup_rows(watched, {"8": 2, "4": 1}) == [
+        (WARMUP_ROW, ["", "4 users, 5s, 100.0 TPS: steady; ended once steady after 5s"])]
+    assert warmup_json(RunData(run)) is None and warmup_rows(RunData(run), {"4": 1}) == []

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -30,11 +31,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVER = "postgresql://postgres@127.0.0.1"
 
 
-def tpsbench(*args: str, results: str) -> str:
+def tpsbench(*args: str, results: str | None = None) -> str:
     """Run this checkout's tpsbench; its output, or exit with it on a failure."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")}
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run([sys.executable, "-m", "tpsbench", *args, "--results", results],
+    stored = ["--results", results] if results else []
+    done = subprocess.run([sys.executable, "-m", "tpsbench", *args, *stored],
                           capture_output=True, text=True, env=env, check=False)
     if done.returncode:
         sys.exit(f"tpsbench {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
@@ -45,9 +47,23 @@ def psql(sql: str) -> None:
     subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-qAtc", sql], check=True)
 
 
-def review_lines(text: str) -> list[str]:
-    """The compare's sentences: one per user load, "... at N users: +x% TPS (95% CI ...)"."""
-    return [line.strip() for line in text.splitlines() if " users: " in line and "TPS" in line]
+def intervals(text: str) -> dict[str, tuple[float, float]]:
+    """The compare's ratio table: each user load's (and the overall) TPS 95% interval."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("|")]
+    header = next(r for r in rows if r[:2] == ["Configuration", "ratio"])
+    cells = next(r for r in rows if r[1] == "TPS 95% CI")
+    out = {}
+    for load, cell in zip(header[2:], cells[2:]):
+        match = re.fullmatch(r"(\d+\.\d+)-(\d+\.\d+)x", cell)
+        if match:
+            out[load] = (float(match[1]), float(match[2]))
+    return out
+
+
+def said(text: str) -> list[str]:
+    """The compare's review sentences."""
+    return [line for line in text.splitlines() if " vs " in line and "TPS" in line and "(95% CI" in line]
 
 
 def main() -> int:
@@ -64,7 +80,7 @@ def main() -> int:
     for name in names:
         psql(f"DROP DATABASE IF EXISTS {name}")
     try:
-        tpsbench("build", "tpcc", "--scale", "1", "--db", f"{SERVER}/{names[0]}", results=results)
+        tpsbench("build", "tpcc", "--scale", "1", "--db", f"{SERVER}/{names[0]}")
         psql(f"CREATE DATABASE {names[1]} TEMPLATE {names[0]}")
         campaign = work / "aa.toml"
         users = ", ".join(args.users.split(","))
@@ -86,13 +102,17 @@ def main() -> int:
         if not args.keep:
             for name in names:
                 psql(f"DROP DATABASE IF EXISTS {name}")
-    aa_lines, ab_lines = review_lines(aa), review_lines(ab)
-    print(f"A/A (campaign, repeat = {args.repeat}, users {args.users}, {args.duration} steps):")
-    print("\n".join(f"  {line}" for line in aa_lines))
-    print(f"A/B (--repeat {args.repeat}, keying 0 ms against fixed:2ms):")
-    print("\n".join(f"  {line}" for line in ab_lines))
-    aa_ok = bool(aa_lines) and all("within the noise" in line for line in aa_lines)
-    ab_ok = bool(ab_lines) and not any("within the noise" in line or "no 95% CI" in line for line in ab_lines)
+    aa_ci, ab_ci = intervals(aa), intervals(ab)
+    for name, text, ci in (("A/A (campaign, repeat = %d, A A' rounds)" % args.repeat, aa, aa_ci),
+                           ("A/B (--repeat %d, keying 0 ms against fixed:2ms)" % args.repeat, ab, ab_ci)):
+        print(f"{name}, users {args.users}, {args.duration} steps:")
+        for load, (low, high) in ci.items():
+            print(f"  {load}: TPS ratio 95% CI {low:.2f}-{high:.2f}x")
+        print("\n".join(f"  {line}" for line in said(text)))
+    loads = [load for load in aa_ci if load != "overall"]
+    aa_ok = bool(loads) and all(aa_ci[load][0] <= 1.0 <= aa_ci[load][1] for load in loads)
+    loads = [load for load in ab_ci if load != "overall"]
+    ab_ok = bool(loads) and all(not ab_ci[load][0] <= 1.0 <= ab_ci[load][1] for load in loads)
     print(f"A/A within the noise at every load: {'yes' if aa_ok else 'NO'}")
     print(f"A/B a difference whose interval excludes 1.0 at every load: {'yes' if ab_ok else 'NO'}")
     return 0 if aa_ok and ab_ok else 1

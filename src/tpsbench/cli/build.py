@@ -12,7 +12,6 @@ from tpsbench.cli.options import (
     build_options,
     chosen_build_options,
     db_option,
-    renamed_option,
     scale_of,
     scale_option,
     stack,
@@ -46,11 +45,11 @@ def _make_build_command(cls: type[Workload]) -> click.Command:
         if force and not drop_existing:
             raise click.UsageError("--force replaces tables a run is marked active on, so it goes with"
                                    " --drop-existing: give that too, or leave --force out")
-        result = run_build(name, scale_of(cls, scale), url, workers=loaders, seed=seed, drop_existing=drop_existing,
+        result = run_build(name, scale_of(cls, scale), url, loaders=loaders, seed=seed, drop_existing=drop_existing,
                            force=force, options=chosen_build_options(options, flags))
         total = sum(result.rows.values())
         click.echo(f"built {result.workload} scale {result.scale} (seed {result.seed}): {total:,} rows "
-                   f"in {result.seconds:.1f} s with {result.workers} loader(s)")
+                   f"in {result.seconds:.1f} s with {result.loaders} loader(s)")
 
     options = stack(
         scale_option(cls, "Size to build", default=cls.default_scale),
@@ -58,7 +57,6 @@ def _make_build_command(cls: type[Workload]) -> click.Command:
         click.option("--loaders", type=LOADERS, default=None, metavar="N",
                      help="Processes loading rows in parallel (default: one per core). The data does not depend"
                           " on it."),
-        renamed_option("--workers", "--loaders", "loaders", type=LOADERS),
         click.option("--seed", type=int, default=0, show_default=True, metavar="SEED",
                      help="Random seed, 0 to 2^63-1: the same seed builds the same data."),
         click.option("--drop-existing", is_flag=True, help="Replace the workload's tables if they exist."),

@@ -22,6 +22,8 @@ from tpsbench.cli import report as cli_report
 from tpsbench.cli import run as cli_run
 from tpsbench.cli import serve as cli_serve
 from tpsbench.cli.options import db_option
+from tpsbench.cli.replay import capture as capture_command
+from tpsbench.cli.replay import replay as replay_command
 from tpsbench.core.errors import EXIT_CODES, SAID, CheckFailed, TpsbenchError, interruption_for, signal_of, take_signal
 from tpsbench.core.redact import scrub_text
 from tpsbench.report.progress import make_console
@@ -118,6 +120,9 @@ for _command in (cli_build.build, cli_build.size, cli_run.run, cli_report.report
                  cli_report.runs, cli_campaign.campaign, cli_plan.plan, cli_serve.serve,
                  cli_bundle.export, cli_bundle.import_, cli_reference.reference):
     cli.add_command(_command)
+
+cli.add_command(capture_command)
+cli.add_command(replay_command)
 
 
 def main(argv: list[str] | None = None) -> None:

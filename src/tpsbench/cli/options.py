@@ -8,7 +8,6 @@ tests/test_cli_help.py walks every command and holds them all to it.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -160,30 +159,6 @@ def refuse_orphans(options: tuple[Option, ...], values: dict[str, Any]) -> None:
                 flag, needed = option.name.replace("_", "-"), other.replace("_", "-")
                 raise click.UsageError(f"--{flag} applies only with --{needed} {' or '.join(wanted)} (not"
                                        f" {values[other]}): give that too, or leave --{flag} out")
-
-
-def note_renamed(old: str, new: str) -> None:
-    """The one line an old spelling of an option gets on stderr: what to type now."""
-    click.echo(f"tpsbench: note: {old} is now {new}; the old spelling still works for now", err=True)
-
-
-def renamed_option(old: str, new: str, param: str, **attrs: Any) -> Decorator:
-    """The old spelling ``old`` of the option now called ``new`` (parameter ``param``):
-    still accepted, hidden from --help, and when given it says the new spelling in one
-    line on stderr and stands for ``new`` unless that is given too."""
-    hidden = f"renamed_{param}"
-
-    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(func)
-        def command(*args: Any, **values: Any) -> Any:
-            value = values.pop(hidden)
-            if value is not None:
-                note_renamed(old, new)
-                if values[param] is None:
-                    values[param] = value
-            return func(*args, **values)
-        return click.option(old, hidden, hidden=True, default=None, **attrs)(command)
-    return decorate
 
 
 class WorkloadGroup(click.Group):

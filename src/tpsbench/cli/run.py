@@ -20,9 +20,7 @@ from tpsbench.cli.options import (
     duration_option,
     given,
     metrics_options,
-    note_renamed,
     refuse_orphans,
-    renamed_option,
     results_option,
     scale_of,
     scale_option,
@@ -94,19 +92,18 @@ def common_run_options(cls: type[Workload]) -> Decorator:
                      help="Driver processes hosting the virtual users, every step spread over all of them. Default:"
                           " at most one per core, and for TPC-C with stored procedures one per 100 users of a step"
                           " (fuller processes take less CPU from a database on the same cores)."),
-        renamed_option("--workers", "--processes", "processes", type=PROCESSES),
         click.option("--cluster", envvar="TPSBENCH_CLUSTER", default=None, metavar="ADDRESS",
-                     help="Host the virtual users on the workers of a Dask cluster (pip install"
+                     help="Host the virtual users on the Dask workers of a Dask cluster (pip install"
                           " 'tpsbench[distributed]'): ADDRESS is its scheduler's, tcp://HOST:8786 [env"
                           " TPSBENCH_CLUSTER]. Start `dask scheduler` on one machine and `dask worker tcp://HOST:8786`"
                           " on each client machine; this one stays the coordinator, stores the results and prints"
-                          " the live line. Each worker must reach the database by the --db URL from its own host,"
+                          " the live line. Each Dask worker must reach the database by the --db URL from its own host,"
                           " and this host at the port tpsbench listens on. --processes then counts driver processes"
                           " over the whole cluster; a SQLite --db needs its absolute path (sqlite:////data/tpcc.db)."
                           " The address carries no user or password. Default: processes on this host."),
         click.option("--cluster-workers", default=None, metavar="LIST",
-                     help="With --cluster: only these Dask workers, a LIST of worker names, addresses or hosts"
-                          " (a host stands for all its workers). Default: every worker of the cluster."),
+                     help="With --cluster: only these Dask workers, a LIST of Dask worker names, addresses or hosts"
+                          " (a host stands for all its Dask workers). Default: every Dask worker of the cluster."),
         click.option("--multiplex/--no-multiplex", default=True, show_default=True,
                      help="Let one thread per process wait on the sockets of all its users whose transactions go"
                           " statement by statement through libpq or mysqlclient (TPC-C with stored procedures,"
@@ -215,24 +212,6 @@ def build_scale(cls: type[Workload], wanted: bool, scale: str | None) -> int | N
     return None if scale is None else scale_of(cls, scale)
 
 
-class RunCommand(click.Command):
-    """``run WORKLOAD``, which still takes the old ``--build-if-missing SCALE`` (or
-    ``--build-if-missing=SCALE``) as ``--build-if-missing --scale SCALE``, saying so in
-    one line. A word after the flag cannot mean anything else: run takes no arguments."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        for i, arg in enumerate(args):
-            if arg == "--":
-                break
-            joined = arg.startswith("--build-if-missing=")
-            if joined or (arg == "--build-if-missing" and i + 1 < len(args) and not args[i + 1].startswith("-")):
-                note_renamed("--build-if-missing SCALE", "--build-if-missing --scale SCALE")
-                scale = arg.partition("=")[2] if joined else args[i + 1]
-                args = [*args[:i], "--build-if-missing", "--scale", scale, *args[i + (1 if joined else 2):]]
-                break
-        return super().parse_args(ctx, args)
-
-
 def warmup_seconds(values: dict[str, Any], cache: str, duration_s: float, interval_s: float) -> dict[str, Any]:
     """``--warmup`` and ``--until-steady`` in seconds, checked as the run checks them with the
     steps' timing (a campaign's too)."""
@@ -274,7 +253,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
         users = parse_users(values["users"])
         config = RunConfig(
             workload=name, url=values["url"], users=users, **timing, **phases,
-            storage=values["storage"], workers=values["processes"],
+            storage=values["storage"], processes=values["processes"],
             seed=values["seed"], options={**{o.name: str(values[o.name]) for o in options}, **waits(values)},
             results_url=values["results_url"], notes=values["notes"],
             build_scale=build_scale(cls, values["build_if_missing"], values["scale"]),
@@ -299,7 +278,7 @@ def _make_run_command(cls: type[Workload]) -> click.Command:
             raise SystemExit(1)
 
     decorate = stack(common_run_options(cls), *(workload_option(option) for option in options))
-    return click.command(name=name, help=doc, cls=RunCommand)(decorate(command))
+    return click.command(name=name, help=doc)(decorate(command))
 
 
 class RunGroup(WorkloadGroup):

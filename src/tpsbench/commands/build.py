@@ -1,6 +1,6 @@
 """Build a workload's database: schema, parallel deterministic load, indexes, statistics.
 
-The coordinator (this process) creates the tables, hands load tasks to worker processes
+The coordinator (this process) creates the tables, hands load tasks to loader processes
 (tpsbench.commands.load), shows their progress, then builds the secondary indexes once
 the data is in (faster than maintaining them row by row), creates the stored procedures
 the schema file has, and refreshes planner statistics.
@@ -44,7 +44,7 @@ class BuildResult:
     workload: str
     scale: int
     seed: int
-    workers: int
+    loaders: int
     seconds: float
     rows: dict[str, int]
 
@@ -54,7 +54,7 @@ def build(
     scale: int,
     url: str | None = None,
     *,
-    workers: int | None = None,
+    loaders: int | None = None,
     seed: int = 0,
     drop_existing: bool = False,
     force: bool = False,
@@ -67,7 +67,7 @@ def build(
     Refuses to touch existing tables of the workload unless ``drop_existing``, and to
     replace them while a run is active on them unless ``force`` (a stale mark); the data
     depends only on ``seed`` (and ``load_time``, the value of every "now" column),
-    never on ``workers``. ``options`` are the workload's build options (sysbench's
+    never on ``loaders`` (the loader processes). ``options`` are the workload's build options (sysbench's
     table_size ...).
     """
     wl = get_workload(workload)
@@ -91,7 +91,7 @@ def build(
     refuse_while_running(target, wl.name, "rebuild it", force)
     drop(wl, target, force=True)  # just checked
 
-    workers = _worker_count(workers, target)
+    loaders = _loader_count(loaders, target)
     params = LoadParams(
         scale=scale,
         seed=seed,
@@ -102,15 +102,15 @@ def build(
     write_meta(target, wl.name, {
         "state": STATE_BUILDING, "build_id": uuid.uuid4().hex, TABLES: ",".join(wl.table_names(scale)),
         "scale": scale, "seed": seed, "load_time": params.load_time,
-        "tool_version": __version__, "workers": workers, "runs": 0,
+        "tool_version": __version__, "loaders": loaders, "runs": 0,
         **{f"const_{k}": v for k, v in params.constants.items()},
     })
     tables_ddl, index_ddl = ddl
     execute_ddl(target, wl.expand_ddl(tables_ddl, scale), "creating tables")
 
-    title = f"build {wl.name} {wl.describe_scale(scale)} on {target.describe()} with {workers} loader(s)"
+    title = f"build {wl.name} {wl.describe_scale(scale)} on {target.describe()} with {loaders} loader(s)"
     with LoadProgress(title, wl.expected_rows(scale, seed), enabled=show_progress) as progress:
-        rows = load(target, wl, wl.tasks(scale), params, workers, progress.add)
+        rows = load(target, wl, wl.tasks(scale), params, loaders, progress.add)
     execute_ddl(target, wl.expand_ddl(index_ddl, scale), "building indexes")
     install_routines(wl, target)
     conn = target.connect()
@@ -121,7 +121,7 @@ def build(
         conn.close()
     seconds = time.monotonic() - started
     write_meta(target, wl.name, {"state": STATE_COMPLETE, "built_seconds": f"{seconds:.1f}"})
-    return BuildResult(wl.name, scale, seed, workers, seconds, rows)
+    return BuildResult(wl.name, scale, seed, loaders, seconds, rows)
 
 
 def drop(workload: str | Workload, target: Target | str | None = None,
@@ -188,12 +188,12 @@ def _refuse_too_big(target: Target, wl: Workload, scale: int) -> None:
                             "build a smaller scale or make room")
 
 
-def _worker_count(requested: int | None, target: Target) -> int:
+def _loader_count(requested: int | None, target: Target) -> int:
     count = requested if requested is not None else len(os.sched_getaffinity(0))  # the cores we may use
     if count < 1:
         raise TpsbenchError(f"--loaders must be >= 1, got {count}")
-    if target.max_load_workers is not None:
-        count = min(count, target.max_load_workers)
+    if target.max_loaders is not None:
+        count = min(count, target.max_loaders)
     return count
 
 

@@ -51,8 +51,9 @@ def like_arguments(config: Mapping[str, Any], seed: int | None = None) -> list[s
         args += ["--until-steady", _seconds(config["until_steady_s"])]
     if int(config.get("repeat") or 1) != 1:
         args += ["--repeat", str(int(config["repeat"]))]
-    if config.get("workers") is not None:
-        args += ["--processes", str(int(config["workers"]))]
+    processes = config.get("processes", config.get("workers"))  # "workers": the key of runs stored before
+    if processes is not None:
+        args += ["--processes", str(int(processes))]
     chosen = config.get("seed") if config.get("seed") is not None else seed
     if chosen is not None:
         args += ["--seed", str(int(chosen))]

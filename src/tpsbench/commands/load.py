@@ -1,8 +1,8 @@
-"""The parallel, deterministic load of a build: load tasks on worker processes.
+"""The parallel, deterministic load of a build: load tasks on loader processes.
 
-Each worker process holds one connection and loads whole tasks through the target's
+Each loader process holds one connection and loads whole tasks through the target's
 bulk path, committing once per chunk; the rows of a task depend only on the build seed
-and the task, so the data is the same for any number of workers.
+and the task, so the data is the same for any number of loaders.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ ChunkCallback = Callable[[str, int, int], None]
 
 
 def load(
-    target: Target, wl: Workload, tasks: list[LoadTask], params: LoadParams, workers: int, on_chunk: ChunkCallback
+    target: Target, wl: Workload, tasks: list[LoadTask], params: LoadParams, loaders: int, on_chunk: ChunkCallback
 ) -> dict[str, int]:
     """Run every task; returns rows loaded per table (counted from task results, not progress)."""
     rows: Counter[str] = Counter()
-    if workers == 1:
+    if loaders == 1:
         conn = target.connect()
         try:
             for task in tasks:
@@ -42,9 +42,9 @@ def load(
     try:
         with held():  # the loader processes (and multiprocessing's resource tracker) start here: tpsbench.core.signals
             queue = ctx.Queue()
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+            pool = ProcessPoolExecutor(max_workers=loaders, mp_context=ctx, initializer=_loader_init,
                                        initargs=(target.url.render_as_string(hide_password=False), wl, params, queue))
-            futures = [pool.submit(_worker_task, task) for task in tasks]
+            futures = [pool.submit(_loader_task, task) for task in tasks]
         while not all(f.done() for f in futures) or not queue.empty():
             try:
                 on_chunk(*queue.get(timeout=0.2))
@@ -54,7 +54,7 @@ def load(
             if failed is not None:
                 raise failed.exception()  # type: ignore[misc]  # not None: failed was chosen for it
     except BrokenProcessPool as exc:
-        raise TpsbenchError(f"a build worker process died ({exc}); the build is incomplete") from exc
+        raise TpsbenchError(f"a loader process died ({exc}); the build is incomplete") from exc
     except BaseException:  # a signal, or a task's error: the loaders ignore signals, so they are ended here
         if pool is not None:
             _end_loaders(pool)
@@ -76,20 +76,20 @@ def _end_loaders(pool: ProcessPoolExecutor) -> None:
         process.kill()
 
 
-_worker: dict[str, Any] = {}
+_loader: dict[str, Any] = {}
 
 
-def _worker_init(url: str, wl: Workload, params: LoadParams, queue: Any) -> None:
+def _loader_init(url: str, wl: Workload, params: LoadParams, queue: Any) -> None:
     """A loader process: its connection, and the build's workload as configured (pickled,
     as a run's workers get theirs), so that build options reach generate(). Signals are
     the build's to act on (tpsbench.core.signals)."""
     ignore_here()
     target = open_target(url)
-    _worker.update(target=target, conn=target.connect(), wl=wl, params=params, queue=queue)
+    _loader.update(target=target, conn=target.connect(), wl=wl, params=params, queue=queue)
 
 
-def _worker_task(task: LoadTask) -> dict[str, int]:
-    w = _worker
+def _loader_task(task: LoadTask) -> dict[str, int]:
+    w = _loader
     return _load_task(w["target"], w["conn"], w["wl"], task, w["params"], lambda *m: w["queue"].put(m))
 
 

@@ -19,8 +19,10 @@ from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.parse import MAX_DURATION_S, MIN_INTERVAL_S
 from tpsbench.engine.coordinator import RunOutcome
 from tpsbench.engine.steps import LoadStep
+from tpsbench.engine.until_steady import UNTIL_STEADY
 from tpsbench.measure.reports import clock
 from tpsbench.measure.steady_state import WINDOW
+from tpsbench.results.schema import WARMUP_STEP
 from tpsbench.results.store import ResultsStore
 
 
@@ -82,6 +84,10 @@ def warmup_total(seconds: float, rampup_s: float) -> float:
 def keep_warmup(store: ResultsStore, run_id: int, outcome: RunOutcome, live: Callable[[str], None] | None,
                 secrets: set[str] | frozenset[str] = frozenset()) -> None:
     """Store and say the warm-up's problems (a worker lost in it); its intervals are stored
-    as they come, and it has no figures to store."""
-    if outcome.warmup is not None:
-        finish_step(store, run_id, dataclasses.replace(outcome.warmup, summary=None), live, secrets)
+    as they come, and it has no figures to store. With ``--until-steady``, whether it ended
+    once steady is stored too (as a step's is), so that every report can say it."""
+    if outcome.warmup is None:
+        return
+    finish_step(store, run_id, dataclasses.replace(outcome.warmup, summary=None), live, secrets)
+    if UNTIL_STEADY in outcome.warmup.observations:
+        store.add_readings(run_id, WARMUP_STEP, None, {UNTIL_STEADY: outcome.warmup.observations[UNTIL_STEADY]})

@@ -55,7 +55,7 @@ class Target:
     #: SQLAlchemy driver used for engines, e.g. "psycopg".
     driver: ClassVar[str] = ""
     #: How many processes may load at once; None means as many as asked.
-    max_load_workers: ClassVar[int | None] = None
+    max_loaders: ClassVar[int | None] = None
     #: SQLAlchemy backend to use when the URL's own is an alias (postgres -> postgresql).
     sa_backend: ClassVar[str | None] = None
     #: How this database's SQL differs where the workloads meet a difference.

@@ -7,9 +7,9 @@ prepare/run/check/cleanup, and never reaches into its modules: building asks for
 tasks and their rows, running asks for one :class:`~tpsbench.core.session.Session` per
 virtual user (and for any background components), checking asks for SQL conditions.
 
-Loading is split into picklable :class:`LoadTask` objects so that worker processes can
+Loading is split into picklable :class:`LoadTask` objects so that loader processes can
 take any of them in any order; each task derives its random stream from the build seed
-and its own key alone, which is what makes a build identical for any number of workers.
+and its own key alone, which is what makes a build identical for any number of loaders.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class LoadTask:
 
 @dataclass(frozen=True)
 class LoadParams:
-    """Everything a worker process needs besides the task: same for every task of a build."""
+    """Everything a loader process needs besides the task: same for every task of a build."""
 
     scale: int
     seed: int

@@ -126,33 +126,35 @@ class RunPlan:
     ctx: RunContext
     workload: Workload
     steps: tuple[LoadStep, ...]
-    workers: int
+    #: the driver processes (workers) the steps run on
+    processes: int
     #: users a worker hosts before a step spreads over the next one
     per_worker: int
     #: a preconditioning phase run as step 0 before the first step, never measured (None: none)
     warmup: LoadStep | None = None
 
 
-def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, workers: int | None = None,
+def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, processes: int | None = None,
              target: Target | None = None, beside: int = 0, capacity: int | None = None,
              warmup: LoadStep | None = None) -> RunPlan:
     """Check a run before it starts and size its workers; a one-line error refuses it.
 
-    Refused: no steps, a step that cannot be measured, a worker count below 1, a largest
+    Refused: no steps, a step that cannot be measured, a process count below 1, a largest
     step that needs more connections than the server has free, or more sockets in one
     worker than the hard limit on open files allows (whose soft limit is raised here
-    first, for this process and the workers it starts: tpsbench.engine.descriptors). ``workers``
-    fixes the number of workers, every step spread over all of them (never more than
-    the largest step's users); by default a step of ``u`` users runs on ceil(u / n) of
-    them, at most one per core, n being the workload's ``users_per_worker``. ``beside``:
+    first, for this process and the workers it starts: tpsbench.engine.descriptors).
+    ``processes`` fixes the number of workers (driver processes), every step spread over all
+    of them (never more than the largest step's users); by default a step of ``u`` users
+    runs on ceil(u / n) of them, at most one per core, n being the workload's
+    ``users_per_worker``. ``beside``:
     connections the caller holds through the steps besides the users' (an observer's).
     ``capacity``: how many workers there is room for by default (None: this host's
-    cores; a Dask cluster's workers, tpsbench.engine.dask.cluster). ``warmup``: a step
+    cores; a Dask cluster's Dask workers, tpsbench.engine.dask.cluster). ``warmup``: a step
     run first as step 0, at no more users than the largest step.
     """
     check_steps([*steps, *([warmup] if warmup else [])])
-    if workers is not None and workers < 1:
-        raise TpsbenchError(f"workers must be at least 1, not {workers}")
+    if processes is not None and processes < 1:
+        raise TpsbenchError(f"processes must be at least 1, not {processes}")
     raise_soft_limit()
     target = target or open_target(ctx.url)
     most = max(step.users for step in steps)
@@ -162,10 +164,10 @@ def plan_run(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep], *, 
         extra = f" (and {beside} for tpsbench's observers)" if beside else ""
         raise TpsbenchError(f"{most} users need {most} connections{extra} but {target.describe()} accepts {limit} "
                             f"more{'; ' + hint if hint else ''}")
-    per_worker = 1 if workers else max(1, workload.users_per_worker(target, ctx.options))
+    per_worker = 1 if processes else max(1, workload.users_per_worker(target, ctx.options))
     # the cores this process may run on (taskset, a container's cpuset), not the machine's:
     # a driver pinned beside its server must not start a worker per core it cannot use
-    count = max(1, min(workers or capacity or len(os.sched_getaffinity(0)), -(-most // per_worker)))
+    count = max(1, min(processes or capacity or len(os.sched_getaffinity(0)), -(-most // per_worker)))
     refuse_descriptors(most, count)
     for step in steps:
         refuse_rate(step.rate, step.users, count)
@@ -185,7 +187,7 @@ def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None
     exception from ``on_interval`` or ``on_step``, which is then raised here once the workers are stopped.
     ``before_step(n)`` runs before step n is sent (a server restart): its users then start on new connections.
     """
-    transport = transport or LocalProcesses(plan.workers)
+    transport = transport or LocalProcesses(plan.processes)
     coordinator = Coordinator(plan, transport, Observers(observers), on_interval, live)
     results: list[StepOutcome] = []
     warmup: StepOutcome | None = None
@@ -215,10 +217,10 @@ def run_plan(plan: RunPlan, on_interval: Callable[[IntervalReport], None] | None
 def run_steps(ctx: RunContext, workload: Workload, steps: Sequence[LoadStep],
               on_interval: Callable[[IntervalReport], None] | None = None,
               on_step: Callable[[StepOutcome], None] | None = None, *,
-              workers: int | None = None, live: Callable[[str], None] | None = print,
+              processes: int | None = None, live: Callable[[str], None] | None = print,
               observers: Sequence[StepObserver] = ()) -> RunOutcome:
     """:func:`plan_run`, then :func:`run_plan`: the engine in one call."""
-    return run_plan(plan_run(ctx, workload, steps, workers=workers), on_interval, on_step, live=live,
+    return run_plan(plan_run(ctx, workload, steps, processes=processes), on_interval, on_step, live=live,
                     observers=observers)
 
 
@@ -251,7 +253,7 @@ class Coordinator(Interruptible):
     def ensure_workers(self) -> None:
         """Start the workers that are not running (all at first; replacements after a death)."""
         starting = set()
-        for index in range(self.plan.workers):
+        for index in range(self.plan.processes):
             if not self.transport.alive(index):
                 self.transport.start(index, self.plan.workload, self.plan.ctx)
                 starting.add(index)
@@ -276,9 +278,9 @@ class Coordinator(Interruptible):
         start_at = time.time() + START_LEAD_S
         waits = waits_of(plan.ctx.options)
         think, paced = waits.around, step.rate > 0 or waits.interarrival.waits
-        active = min(plan.workers, -(-step.users // plan.per_worker))
+        active = min(plan.processes, -(-step.users // plan.per_worker))
         sent: set[int] = set()
-        for index in range(plan.workers):
+        for index in range(plan.processes):
             users = list(range(index, step.users, active)) if index < active else []
             message = WorkerStep(number, users, step.users, step.rampup_s, step.duration_s, step.interval_s,
                                  start_at, think, step.multiplex, active, rate=share(step.rate, len(users), step.users),

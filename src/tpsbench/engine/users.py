@@ -24,6 +24,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tpsbench.core.errors import TpsbenchError, first_line
@@ -66,6 +67,25 @@ def triage(target: Target, rec: IntervalRecorder, name: str, exc: BaseException,
     text = first_line(exc)
     rec.error(name, f"gave up after {retries} retries: {text}" if retries else text)
     return "error"
+
+
+@dataclass(frozen=True, slots=True)
+class UserStep:
+    """What one user's thread needs for one step, handed from the worker to the user in one
+    piece. Read once at the step's start: the hot loops bind what they use as locals."""
+
+    #: opens the user's session on its connection: ``open_session(conn=, target=)``
+    open_session: Callable[..., Session]
+    #: the user's ramp-up slot, on the monotonic clock
+    start_mono: float
+    #: set when the step ends
+    stop: threading.Event
+    #: whether the spec's keying and think times are waited
+    think: bool = False
+    #: the worker's shared thread, for a session that allows it (tpsbench.engine.multiplex; None: this thread)
+    mux: Multiplexer | None = None
+    #: a paced step's arrivals (tpsbench.engine.pacing; None: a closed loop)
+    schedule: Schedule | None = None
 
 
 class VirtualUser:
@@ -130,20 +150,19 @@ class VirtualUser:
             wait = min(wait * 2, BACKOFF_MAX_S)
         return False
 
-    def run(self, open_session: Callable[..., Session], start_mono: float, stop: threading.Event,
-            think: bool, mux: Multiplexer | None, schedule: Schedule | None = None) -> None:
-        """The user: wait for its ramp-up slot (``start_mono``, on the monotonic clock),
-        connect, open its session (``open_session(conn=, target=)``), loop until stop
-        (paced by ``schedule`` in a paced step)."""
+    def run(self, step: UserStep) -> None:
+        """The user: wait for its ramp-up slot, connect, open its session, loop until the
+        step stops (paced by its schedule in a paced step)."""
         first = self.recorder.names[0]
-        delay = start_mono - time.monotonic()
+        stop = step.stop
+        delay = step.start_mono - time.monotonic()
         if delay > 0 and stop.wait(delay):
             return
         while not stop.is_set():
             if self.conn is None and not self.connect(stop, first):
                 return
             try:
-                session = open_session(conn=self.conn, target=self.target)
+                session = step.open_session(conn=self.conn, target=self.target)
             except Exception as exc:  # counted below
                 if not self.target.is_disconnect(exc):
                     self.recorder.add(first, "errors")
@@ -157,7 +176,7 @@ class VirtualUser:
                 stop.wait(BACKOFF_FIRST_S)
                 continue
             self.session = session
-            self.loop(session, stop, think, mux, schedule)
+            self.loop(session, step)
             return
 
     def reconnect(self, session: Session, stop: threading.Event, name: str) -> bool:
@@ -176,16 +195,16 @@ class VirtualUser:
             if stop.wait(BACKOFF_FIRST_S):
                 return False
 
-    def loop(self, session: Session, stop: threading.Event, think: bool, mux: Multiplexer | None,
-             schedule: Schedule | None = None) -> None:
-        """Until the step stops: paced by ``schedule`` (paced_loop); on the worker's shared
+    def loop(self, session: Session, step: UserStep) -> None:
+        """Until the step stops: paced by its schedule (paced_loop); on the worker's shared
         thread where the session allows it (tpsbench.engine.multiplex), reconnecting here
         whenever its connection is lost; else on this thread (hot_loop)."""
-        if schedule is not None:
-            self.paced_loop(session, stop, schedule)
+        stop, mux = step.stop, step.mux
+        if step.schedule is not None:
+            self.paced_loop(session, stop, step.schedule)
             return
         if mux is None or not mux.can_host(session):
-            self.hot_loop(session, stop, think)
+            self.hot_loop(session, stop, step.think)
             return
         while (lost_in := mux.host(session)) is not None:
             if not self.reconnect(session, stop, lost_in):

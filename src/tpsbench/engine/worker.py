@@ -32,12 +32,11 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from tpsbench.core.delays import waits_of
 from tpsbench.core.errors import TpsbenchError, first_line
-from tpsbench.core.session import Background, RunContext, Session
+from tpsbench.core.session import Background, RunContext
 from tpsbench.core.signals import ignore_here
 from tpsbench.core.workload import Workload
 from tpsbench.engine.descriptors import raise_soft_limit
@@ -53,7 +52,7 @@ from tpsbench.engine.protocol import (
     interval_bounds,
 )
 from tpsbench.engine.transport import WorkerLink
-from tpsbench.engine.users import VirtualUser
+from tpsbench.engine.users import UserStep, VirtualUser
 from tpsbench.measure.recorder import IntervalRecorder
 from tpsbench.targets import open_target
 
@@ -147,7 +146,9 @@ class Worker:
             # user ids are 0..users_in_step-1: the ramp-up stagger is global
             slot = start_mono + plan.rampup_s * uid / max(plan.users_in_step, 1)
             opener = functools.partial(self.workload.open_session, self.ctx, uid, plan.users_in_step)
-            self.start(user, f"user {uid}", opener, slot, stop, plan.think, mux, problems, self.schedules.get(uid))
+            step = UserStep(opener, start_mono=slot, stop=stop, think=plan.think, mux=mux,
+                            schedule=self.schedules.get(uid))
+            self.start(user, f"user {uid}", step, problems)
         bounds = interval_bounds(plan.rampup_s, plan.duration_s, plan.interval_s)
         number = 0
         for number, (begin, end, steady) in enumerate(bounds):
@@ -224,15 +225,11 @@ class Worker:
             user = VirtualUser(-1 - number, self.target, self.recorder)
             self.background.append((component, user))
             opener = functools.partial(component.open_session, self.ctx, timing=self.recorder.record_timing)
-            self.start(user, component.name, opener, start_mono, stop, False, None, problems)
+            self.start(user, component.name, UserStep(opener, start_mono=start_mono, stop=stop), problems)
 
-    def start(self, user: VirtualUser, who: str, open_session: Callable[..., Session], start_mono: float,
-              stop: threading.Event, think: bool, mux: Multiplexer | None, problems: list[str],
-              schedule: Schedule | None = None) -> None:
-        user.thread = threading.Thread(target=self.guarded,
-                                       args=(user, who, open_session, start_mono, stop, think, mux, problems,
-                                             schedule),
-                                       name=who, daemon=True)
+    def start(self, user: VirtualUser, who: str, step: UserStep, problems: list[str]) -> None:
+        """``user``'s thread for this step, named ``who``; what ends it is one of ``problems``."""
+        user.thread = threading.Thread(target=self.guarded, args=(user, who, step, problems), name=who, daemon=True)
         user.thread.start()
 
     def join_all(self, plan: WorkerStep, cut: float, deadline: float, problems: list[str]) -> None:
@@ -291,11 +288,10 @@ class Worker:
         return out
 
     @staticmethod
-    def guarded(user: VirtualUser, who: str, open_session: Callable[..., Session], start_mono: float,
-                stop: threading.Event, think: bool, mux: Multiplexer | None, problems: list[str],
-                schedule: Schedule | None) -> None:
+    def guarded(user: VirtualUser, who: str, step: UserStep, problems: list[str]) -> None:
+        """A user's thread: whatever ends it early is a problem of the step, not of the worker."""
         try:
-            user.run(open_session, start_mono, stop, think, mux, schedule)
+            user.run(step)
         except Exception as exc:  # noqa: BLE001 - a session bug ends this user, not the worker
             kind = "" if isinstance(exc, TpsbenchError) else f"{type(exc).__name__}: "
             problems.append(f"{who} ended: {kind}{first_line(exc)}")

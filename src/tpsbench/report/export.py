@@ -48,7 +48,7 @@ storage configuration's label, "" if none; ``started_at``, ``ended_at`` (time; e
 null while running); ``seed`` (int or null) that repeats the run; ``tool_version`` (str or
 null) the tpsbench that ran it; ``db_url`` (str or null, without password); ``notes``
 (str); ``config`` (object) the run's configuration as stored: users (list of int),
-rampup_s, duration_s, interval_s (s), workers, options (the workload's, name -> value),
+rampup_s, duration_s, interval_s (s), processes (runs stored before: workers), options (the workload's, name -> value),
 driver_host (the load host: cpu, cores, memory_mb, os, package versions), campaign and
 campaign_target (or null), storage_file, data_path, and ``config.storage``:
 ``described`` (the configuration from the storage file, or null) and ``detected`` (the
@@ -142,6 +142,7 @@ from tpsbench.report.repeats import Histograms as StoredHistograms
 from tpsbench.report.repeats import is_repeated, repeats_json
 from tpsbench.report.steadiness import steady_state_json
 from tpsbench.report.table import main_metric, run_labels
+from tpsbench.report.warmup import warmup_json
 from tpsbench.results.records import RunData, StoredInterval, StoredStep
 from tpsbench.results.schema import BEFORE_STEP, PROBLEM, WARMUP_STEP
 from tpsbench.results.store import ResultsStore
@@ -232,6 +233,9 @@ def _run(data: RunData, label: str, histograms: Histograms | None, repeats: bool
               "started_at": _time(r.started_at), "ended_at": _time(r.ended_at), "seed": r.seed,
               "tool_version": r.tool_version, "db_url": r.db_url, "notes": r.notes, "config": r.config,
               "server": r.server, "honesty": r.honesty, "steps": steps}
+    warm = warmup_json(data)
+    if warm is not None:  # optional within versions 2 and 3: a run without a warm-up is as before
+        record["warmup"] = warm
     if repeats:
         record["repeats"] = repeats_json(data, None if histograms is None else
                                          lambda run, step, txn: histograms.get((run, step), {}).get(txn))

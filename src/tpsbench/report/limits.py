@@ -22,6 +22,7 @@ from tpsbench.measure.io_per_txn import FIGURES as IO_FIGURES
 from tpsbench.measure.io_per_txn import io_per_txn
 from tpsbench.measure.step_context import StepContext, Verdict, unloaded_awaits
 from tpsbench.measure.summary import SteadySummary
+from tpsbench.report.repeats import repeat_columns
 from tpsbench.results.records import RunData
 from tpsbench.workloads import workload_classes
 
@@ -161,6 +162,23 @@ def _kinds_text(verdicts: Iterable[Verdict]) -> str:
     return "steps: " + ", ".join(f"{n} {label}" for label, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
+def _compared_steps(data: RunData) -> dict[int, tuple[list[int], float]]:
+    """users -> (the steps compared, their TPS) as compare takes them: a run with repeats
+    by all its repeats of the load and their mean TPS, any other by its first finished step."""
+    columns = repeat_columns(data)
+    if columns:
+        found = {}
+        for c in columns:
+            if c.users not in found and c.summaries:
+                found[c.users] = ([s.step for s in c.steps], sum(x.tps for x in c.summaries) / len(c.summaries))
+        return found
+    first: dict[int, tuple[list[int], float]] = {}
+    for s in sorted(data.steps, key=lambda s: s.step):
+        if s.summary is not None and s.users not in first:
+            first[s.users] = ([s.step], s.summary.tps)
+    return first
+
+
 def not_storage_warning(runs: Sequence[RunData]) -> str | None:
     """The warning that compared configurations were not limited by their storage: at least
     two runs with a user load in common, some compared step with readings, and no compared
@@ -168,16 +186,10 @@ def not_storage_warning(runs: Sequence[RunData]) -> str | None:
     if len(runs) < 2:
         return None
     verdicts = [run_verdicts(data) for data in runs]
-    first: list[dict[int, tuple[int, float]]] = []  # per run: users -> (step, tps) of its first finished step
-    for data in runs:
-        found: dict[int, tuple[int, float]] = {}
-        for s in sorted(data.steps, key=lambda s: s.step):
-            if s.summary is not None and s.users not in found:
-                found[s.users] = (s.step, s.summary.tps)
-        first.append(found)
+    first = [_compared_steps(data) for data in runs]  # per run: users -> (steps, tps) compared
     shared = [u for u in dict.fromkeys(u for found in first for u in found) if sum(u in f for f in first) >= 2]
-    compared = [verdicts[i][found[u][0]] for u in shared for i, found in enumerate(first)
-                if u in found and found[u][0] in verdicts[i]]
+    compared = [verdicts[i][step] for u in shared for i, found in enumerate(first) if u in found
+                for step in found[u][0] if step in verdicts[i]]
     if not any(v.figures for v in compared) or any(v.kind == "storage" for v in compared):
         return None  # nothing read, nothing to say; or the storage was a limit
     # a load at which a run committed nothing differs by no ratio: it is left out of the figure

@@ -10,7 +10,9 @@ rounds judged: the last intervals of the steady window), ``intervals`` (int, ste
 intervals the step has), ``steady`` (bool, or null: too few intervals to judge), ``text``
 (what the table says), ``tps`` and ``p95_ms`` (each null when too few intervals, else
 ``range_pct``: (max - min) / average over the window, ``slope_pct``: the least-squares
-line's rise across the window / average, both in percent, and ``steady``).
+line's rise across the window / average, both in percent, and ``steady``), and, for a
+step of ``--until-steady`` only, ``until_steady``: ``steady`` (bool: it ended once steady;
+false: it measured to MAX) and ``measured_s`` (s).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tpsbench.engine.until_steady import UNTIL_STEADY
+from tpsbench.measure.reports import clock
 from tpsbench.measure.steady_state import WINDOW, Excursion, excursion
 from tpsbench.results.records import RunData, StoredInterval
 
@@ -58,7 +62,8 @@ def steady_rows(data: RunData, steps: Mapping[str, int]) -> list[tuple[str, list
     if not data.intervals:
         return []
     finished = {s.step for s in data.steps if s.summary is not None}
-    cells = [steady_text(steady_intervals(data, n)) if n in finished else "" for n in steps.values()]
+    cells = [steady_text(steady_intervals(data, n)) + until_note(data.readings(n)) if n in finished else ""
+             for n in steps.values()]
     return [(STEADY_ROW, cells)] if any(cells) else []
 
 
@@ -66,9 +71,34 @@ def _percent(share: float) -> float | None:
     return None if share == float("inf") else 100.0 * share
 
 
+def until_note(readings: Mapping[str, Mapping[str, float]]) -> str:
+    """What ``--until-steady`` did, after the judgement ("" for a phase without it): it
+    ended the phase once steady, or the phase measured on to MAX."""
+    ended = until_json(readings)
+    if ended is None:
+        return ""
+    if ended["steady"]:
+        return f"; ended once steady after {clock(ended['measured_s'])}"
+    return f"; --until-steady reached its MAX ({clock(ended['measured_s'])}) first"
+
+
+def until_json(readings: Mapping[str, Mapping[str, float]]) -> dict[str, Any] | None:
+    """``until_steady`` of the JSON export: whether the phase ended once steady, and how
+    long it measured; None for a phase without ``--until-steady``."""
+    ended = readings.get(UNTIL_STEADY)
+    if not ended:
+        return None
+    return {"steady": bool(ended.get("steady")), "measured_s": float(ended.get("measured_s", 0.0))}
+
+
 def steady_state_json(data: RunData, step: int) -> dict[str, Any]:
     """A finished step's ``steady_state`` in the JSON export (see the module docstring)."""
-    intervals = steady_intervals(data, step)
+    ended = until_json(data.readings(step))
+    return steady_state_of(steady_intervals(data, step)) | ({"until_steady": ended} if ended else {})
+
+
+def steady_state_of(intervals: list[StoredInterval]) -> dict[str, Any]:
+    """The ``steady_state`` object of a series of intervals (a step's, or the warm-up's)."""
     found = judged(intervals)
     series: dict[str, Any] = {key: None if found is None else {
         "range_pct": _percent(found[key].range_share), "slope_pct": _percent(found[key].slope_share),

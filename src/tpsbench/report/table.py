@@ -38,6 +38,7 @@ from tpsbench.report.limits import limit_rows, verdict_lines
 from tpsbench.report.outages import outage_lines
 from tpsbench.report.repeats import Histograms, is_repeated, repeat_cells, repeat_columns, repeat_observer_rows
 from tpsbench.report.steadiness import steady_rows
+from tpsbench.report.warmup import warmup_rows
 from tpsbench.results.records import RunData
 from tpsbench.results.schema import BEFORE_STEP, PROBLEM
 from tpsbench.workloads import workload_classes
@@ -305,6 +306,7 @@ def build_table(runs: Sequence[RunData], *, review: bool = False, txns: bool = F
             cells = [[row[found.index(c)] if c in found else "" for c in columns] for row in by_column]
         below = repeat_observer_rows(data, repeat_columns(data), OBSERVER_ROWS) if is_repeated(data) \
             else _observer_rows(data, steps)
+        below = warmup_rows(data, steps) + below
         for name, row_cells in ([] if review else below):
             names.append(name)
             cells.append([row_cells[list(steps).index(c)] if c in steps else "" for c in columns])

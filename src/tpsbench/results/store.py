@@ -245,8 +245,9 @@ class ResultsStore:
                 self._add_errors(conn, run_id, report)
             self._add_observations(conn, run_id, report.step, report.interval, report.observations)
 
-    def add_readings(self, run_id: int, step: int, interval: int, readings: Readings) -> None:
-        """Store readings of an interval of no report of its own (BEFORE_STEP: a restart)."""
+    def add_readings(self, run_id: int, step: int, interval: int | None, readings: Readings) -> None:
+        """Store readings of an interval of no report of its own (BEFORE_STEP: a restart),
+        or (``interval`` None) of a phase with no step row (the warm-up's --until-steady outcome)."""
         with self._transaction(f"storing readings of step {step}") as conn:
             self._add_observations(conn, run_id, step, interval, readings)
 

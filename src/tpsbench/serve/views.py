@@ -39,27 +39,31 @@ def campaign_row(campaign: Campaign, runs: list[Run]) -> dict[str, Any]:
 
 def plan(run: Run) -> dict[str, Any]:
     """The steps the run was started with: each step's user load, in run order (the rounds
-    of --repeat one after another), and each step's length in seconds."""
+    of --repeat one after another), each step's length in seconds, and the warm-up's before
+    them (``warmup_s``, 0: none), run as step 0 at the first step's load."""
     config = run.config
     users = step_loads(config)
     rampup, duration = float(config.get("rampup_s") or 0.0), float(config.get("duration_s") or 0.0)
     return {"users": users, "rampup_s": rampup, "duration_s": duration,
-            "interval_s": float(config.get("interval_s") or 0.0)}
+            "interval_s": float(config.get("interval_s") or 0.0), "warmup_s": float(config.get("warmup_s") or 0.0)}
 
 
 def time_left(run: Run, step: int | None, step_start: float, last_end: float) -> float | None:
     """Seconds the run has still to go by its plan, from the last stored interval (which
     ended at ``last_end``, in step ``step`` that began at ``step_start``): what is left of
-    that step and every step after it. None when the plan is unknown."""
+    that step and every step after it (the warm-up is step 0, as long as its ramp-up and
+    ``--warmup``). None when the plan is unknown."""
     steps = plan(run)
     each = steps["rampup_s"] + steps["duration_s"]
+    warmup = steps["rampup_s"] + steps["warmup_s"] if steps["warmup_s"] else 0.0
     if not steps["users"] or not each:
         return None
     if run.status != "running":
         return 0.0
     if step is None:
-        return len(steps["users"]) * each
-    return max(0.0, step_start + each - last_end) + max(0, len(steps["users"]) - step) * each
+        return warmup + len(steps["users"]) * each
+    this = warmup if step == 0 else each
+    return max(0.0, step_start + this - last_end) + max(0, len(steps["users"]) - step) * each
 
 
 def point(p: LivePoint) -> dict[str, Any]:

@@ -28,7 +28,7 @@ class SqliteTarget(Target):
     backends = ("sqlite",)
     dialect = "sqlite"
     driver = "pysqlite"
-    max_load_workers = 1
+    max_loaders = 1
     embedded = True
     driver_modules = ("sqlite3",)
     sql = SqlDialect("sqlite", exact_decimals=False, begin="BEGIN IMMEDIATE")

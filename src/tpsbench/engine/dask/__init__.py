@@ -1,4 +1,4 @@
-"""The Dask transport (``--cluster``): a run's workers on the workers of a Dask cluster.
+"""The Dask transport (``--cluster``): a run's workers on the Dask workers of a Dask cluster.
 
 cluster checks the cluster and connects to it, probe is what each Dask worker is asked
 before a run, transport starts and talks to the worker processes, worker is the process a

@@ -1,15 +1,15 @@
-"""Connecting a run to a Dask cluster (``--cluster``): its workers, checked before any step.
+"""Connecting a run to a Dask cluster (``--cluster``): its Dask workers, checked before any step.
 
 What can go wrong with a cluster is said in one line before the run is stored, let alone
-started: a scheduler that cannot be reached, one with no workers (or none of those named
-by ``--cluster-workers``), a worker whose tpsbench is missing or of another version, a
-worker that cannot connect back to this host (tpsbench.engine.dask.transport), or cannot
+started: a scheduler that cannot be reached, one with no Dask workers (or none of those named
+by ``--cluster-workers``), a Dask worker whose tpsbench is missing or of another version, a
+Dask worker that cannot connect back to this host (tpsbench.engine.dask.transport), or cannot
 reach the database from its own host, a database URL that only means this host
-(127.0.0.1, localhost, a Unix socket, a SQLite file) given to a worker on another host,
-and a worker whose clock is off this host's by more than ``MAX_CLOCK_OFFSET_S``.
+(127.0.0.1, localhost, a Unix socket, a SQLite file) given to a Dask worker on another host,
+and a Dask worker whose clock is off this host's by more than ``MAX_CLOCK_OFFSET_S``.
 
 Clock offsets are measured as NTP does, bounded by the round trip: this host reads its
-clock, asks every worker for its own (through the scheduler), and reads it again; the
+clock, asks every Dask worker for its own (through the scheduler), and reads it again; the
 worker's reading minus the midpoint is its offset, known to within half the round trip.
 Of ``CLOCK_ROUNDS`` rounds the one with the shortest round trip counts. The transport
 applies the offsets (steps start at one instant, intervals are aligned by this host's
@@ -17,7 +17,7 @@ clock), and the run stores them with every worker's facts. Why a limit although 
 offsets are applied: a clock that far off is not kept by NTP, and one that is not kept
 drifts, and may be stepped, while the run goes on.
 
-Only this module and tpsbench.engine.dask.transport import Dask, and only tpsbench.commands.run
+Only this module and tpsbench.engine.dask.transport import Dask, and only tpsbench.commands.run_setup
 imports them, when ``--cluster`` is given: tpsbench without the ``distributed`` extra
 never imports it.
 """

@@ -1,4 +1,4 @@
-"""Workers on a Dask cluster's workers: the second :class:`~tpsbench.engine.transport.Transport`.
+"""Workers on a Dask cluster's Dask workers: the second :class:`~tpsbench.engine.transport.Transport`.
 
 Each worker runs on a Dask worker (worker i on the i-th of the run's Dask workers, round
 robin) as a long-running task that starts a worker process (tpsbench.engine.dask.worker);
@@ -7,7 +7,7 @@ the two goes over it, pickled as between local workers (multiprocessing.connecti
 authenticated by the run's random key; a start's token picks the one connection taken).
 
 Why a plain TCP connection rather than Dask's own channels, by measurement
-(bench/experiments/results/dask_channels.txt: 2 LocalCluster workers,
+(bench/experiments/results/dask_channels.txt: 2 LocalCluster Dask workers,
 6 KB messages at 30/s each): to the coordinator p50 0.35-0.48 ms over TCP against
 1.9-4.3 ms through a distributed.Queue (the scheduler in between) and 12-15 ms through an
 actor; the driver's CPU per message 0.5-0.8 ms against 2.3 ms (Queue) and 4.9-5.0 ms

@@ -90,6 +90,9 @@
     svg.setAttribute("data-points", series.length ? series[0].values.length : 0);
   }
 
+  // the warm-up (--warmup) is stored as step 0: it is named as the warm-up, never as a step
+  const phase = (s) => (Number(s) === 0 ? "warm-up" : `step ${s}`);
+
   function run() {
     const id = body.dataset.run, plan = JSON.parse(body.dataset.plan);
     const points = [];
@@ -98,7 +101,7 @@
       const t0 = points.length ? points[0].t_start : 0;
       const at = (key) => points.map((p) => [p.t_end - t0, key(p)]);
       const markers = Object.entries(starts).map(([s, t]) =>
-        [t - t0, `step ${s}: ${users(plan.users[s - 1])}`, Number(s) === step]);
+        [t - t0, `${phase(s)}: ${users(plan.users[Math.max(Number(s), 1) - 1])}`, Number(s) === step]);
       chart(document.getElementById("chart-tps"), [{name: "TPS", values: at((p) => p.tps)}], markers);
       chart(document.getElementById("chart-latency"), [{name: "p95", values: at((p) => p.p95_ms)},
                                                        {name: "p99", values: at((p) => p.p99_ms)}], markers);
@@ -116,8 +119,10 @@
       const where = document.getElementById("step");
       if (step !== null) {
         const last = points[points.length - 1];
-        where.textContent = `step ${step} of ${plan.users.length} (${users(last.users)}), ` +
-                            `interval ${last.interval}${last.steady ? "" : " (outside the steady window)"}`;
+        where.textContent = `${step === 0 ? "the warm-up" : `step ${step} of ${plan.users.length}`} ` +
+                            `(${users(last.users)}), interval ${last.interval}` +
+                            `${last.steady ? "" : step === 0 ? " (before step 1, never measured)"
+                                                             : " (outside the steady window)"}`;
         where.setAttribute("data-step", step);
       }
       document.getElementById("left").textContent = seconds(d.left_s);

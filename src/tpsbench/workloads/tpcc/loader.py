@@ -3,7 +3,7 @@
 Two kinds of task: ``LoadTask("item")`` (the 100,000 ITEM rows) and
 ``LoadTask("warehouse", (w,))`` (everything keyed by warehouse ``w``). Each task seeds
 its own generators from ``SeedSequence([seed, kind, *key, table, *sub])``: one stream per
-table and per district or chunk, so a build is identical for any number of workers and
+table and per district or chunk, so a build is identical for any number of loaders and
 any order of tasks, and one table's draws can be replayed without the others (that is
 how :func:`order_line_rows` counts order lines exactly without generating them).
 
