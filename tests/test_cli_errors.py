@@ -176,6 +176,7 @@ def test_commands_that_only_read_create_no_file(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_second_run_on_the_same_data_is_refused_unless_forced(tmp_path: Path, built_tpcc_sqlite: Path) -> None:
     """Two runs at once both fail their honesty checks (each counts the other's commits):
     the second says so before it starts; --force runs it anyway; once the first has

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from test_export import record
@@ -101,8 +102,8 @@ def test_ratio_table_reads_in_a_terminal_and_as_markdown() -> None:
 
 
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory: pytest.TempPathFactory) -> list[RunData]:
-    return record(tmp_path_factory.mktemp("compare"), "A", "B")[1]
+def two_runs(tmp_path_factory: pytest.TempPathFactory, built_tpcc_sqlite: Path) -> list[RunData]:
+    return record(tmp_path_factory.mktemp("compare"), built_tpcc_sqlite, "A", "B")[1]
 
 
 @pytest.mark.slow

@@ -60,9 +60,8 @@ def cluster() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def tpcc_pg() -> Iterator[str]:
-    with scratch_pg_database() as url:
-        build("tpcc", 1, url, seed=0, show_progress=False)
+def tpcc_pg(built_tpcc_pg: str) -> Iterator[str]:
+    with scratch_pg_database(built_tpcc_pg) as url:  # TPC-C scale 1, seed 0
         yield url
 
 

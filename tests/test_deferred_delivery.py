@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import scratch_mysql_database, scratch_pg_database
+from conftest import scratch_pg_database
+from test_tpcc_transactions import built_database
 
-from tpsbench.commands.build import build
 from tpsbench.commands.check import check
 from tpsbench.commands.run import RunConfig, run
 from tpsbench.core.errors import TpsbenchError
@@ -242,10 +242,9 @@ def test_inline_mode_is_todays_terminal_and_deferred_is_configured_apart() -> No
     pytest.param("postgresql", marks=pytest.mark.postgresql),
     pytest.param("mysql", marks=pytest.mark.mysql),
 ])
-def server(request: pytest.FixtureRequest) -> Iterator[str]:
-    with (scratch_pg_database if request.param == "postgresql" else scratch_mysql_database)() as url:
-        build("tpcc", 2, url, loaders=2, show_progress=False)
-        yield url
+def server(request: pytest.FixtureRequest, db_template: Callable[..., str]) -> Iterator[str]:
+    """TPC-C at scale 2: test_tpcc_transactions' build (on PostgreSQL its session template, copied)."""
+    yield from built_database(request.param, db_template)
 
 
 def short_run(url: str, results: str, delivery: str) -> Any:
@@ -276,9 +275,8 @@ def test_deferred_run_reports_queue_and_execution_apart_and_passes_the_checks(se
 
 @pytest.mark.slow
 @pytest.mark.postgresql
-def test_inline_run_has_no_timings_and_the_terminals_deliver(tmp_path: Any) -> None:
-    with scratch_pg_database() as url:
-        build("tpcc", 1, url, loaders=2, show_progress=False)
+def test_inline_run_has_no_timings_and_the_terminals_deliver(built_tpcc_pg: str, tmp_path: Any) -> None:
+    with scratch_pg_database(built_tpcc_pg) as url:  # TPC-C scale 1
         record = short_run(url, f"sqlite:///{tmp_path}/r.db", "inline")
         assert record.status == "completed" and record.honesty["match"]
         summary = record.outcome.steps[0].summary

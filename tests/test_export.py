@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import copy_of
 
-from tpsbench.commands.build import build
 from tpsbench.commands.run import RunConfig, run
 from tpsbench.measure.summary import LatencyStats
 from tpsbench.report.export import SCHEMA, json_schema, load_histograms, to_json
@@ -26,11 +26,11 @@ from tpsbench.results.store import ResultsStore
 SECRET = "s3cretPW"
 
 
-def record(folder: Path, *storages: str) -> tuple[ResultsStore, list[RunData]]:
-    """One short TPC-C run per storage label on a SQLite database at scale 1, recorded in a
-    results store in ``folder``; the notes name a password (SQLite's URLs cannot carry one)."""
-    url = f"sqlite:///{folder / 'tpcc.db'}"
-    build("tpcc", 1, url, show_progress=False)
+def record(folder: Path, built: Path, *storages: str) -> tuple[ResultsStore, list[RunData]]:
+    """One short TPC-C run per storage label on a copy of the SQLite database ``built`` (the
+    session's scale 1 build), recorded in a results store in ``folder``; the notes name a
+    password (SQLite's URLs cannot carry one)."""
+    url = copy_of(built, folder)
     results = f"sqlite:///{folder / 'results.db'}"
     ids = [run(RunConfig("tpcc", url, users=[1, 2], rampup_s=0.5, duration_s=2.0, interval_s=0.5, results_url=results,
                          options={"think": "off"}, storage=storage, notes=f"client password={SECRET}"),
@@ -41,8 +41,8 @@ def record(folder: Path, *storages: str) -> tuple[ResultsStore, list[RunData]]:
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[ResultsStore, RunData]:
-    store, (data,) = record(tmp_path_factory.mktemp("export"), "A")
+def recorded(tmp_path_factory: pytest.TempPathFactory, built_tpcc_sqlite: Path) -> tuple[ResultsStore, RunData]:
+    store, (data,) = record(tmp_path_factory.mktemp("export"), built_tpcc_sqlite, "A")
     return store, data
 
 

@@ -97,6 +97,7 @@ def settle(url: str) -> None:
             time.sleep(0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("multiplex", ["--multiplex", "--no-multiplex"])
 def test_users_stuck_past_the_step_end_are_given_up_on_in_time_and_counted_in_doubt(
         pg_url: str, tmp_path: Path, multiplex: str) -> None:
@@ -164,6 +165,7 @@ def test_a_worker_lost_before_its_last_report_fails_the_check_saying_why(pg_url:
                     f" report ({worker} was killed by signal 9 during step 1)"), line
 
 
+@pytest.mark.slow
 def test_a_user_given_up_on_counts_nothing_more_when_its_transaction_then_fails(pg_url: str, tmp_path: Path) -> None:
     """Once the worker counted a stuck transaction in doubt, its thread's later failure (its
     backend terminated while the next step runs) adds no second in-doubt, retry or error."""

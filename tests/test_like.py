@@ -41,8 +41,9 @@ def run_config(results: str, run_id: int) -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
-def pg() -> Iterator[str]:
-    with scratch_pg_database() as url:
+def pg(built_tpcc_pg: str) -> Iterator[str]:
+    """TPC-C scale 1 on PostgreSQL: the session's build, copied."""
+    with scratch_pg_database(built_tpcc_pg) as url:
         yield url
 
 
@@ -57,8 +58,6 @@ def runs(built_tpcc_sqlite: Path, tmp_path_factory: pytest.TempPathFactory, pg: 
                     "--storage", "local file", "--results", results, cwd=folder)
     assert done.returncode == 0, done.stderr
     first = last_run(results)
-    built = tpsbench("build", "tpcc", "--scale", "1", "--db", pg, cwd=folder)
-    assert built.returncode == 0, built.stderr
     done = tpsbench("run", "--like", str(first), "--db", pg, "--storage", "postgres", "--results", results, cwd=folder)
     assert done.returncode == 0, done.stderr
     return folder, results, first, last_run(results)

@@ -9,14 +9,13 @@ import importlib.util
 import select
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from conftest import unavailable
-from test_tpcc_transactions import SCALE, SEED, Db, _server_database
+from test_tpcc_transactions import Db, built_database
 
-from tpsbench.commands.build import build
 from tpsbench.core.meta import read_meta
 from tpsbench.core.session import RunContext
 from tpsbench.engine.multiplex import DRAW_AHEAD, Multiplexer
@@ -32,16 +31,15 @@ from tpsbench.workloads.tpcc.mix import TRANSACTIONS
 
 @pytest.fixture(scope="module", params=[
     pytest.param("postgresql", marks=pytest.mark.postgresql),
-    pytest.param("mysql", marks=pytest.mark.mysql),
+    pytest.param("mysql", marks=[pytest.mark.mysql, pytest.mark.slow]),  # a build of its own: the full lane's
 ])
-def server(request: pytest.FixtureRequest) -> Iterator[Db]:
+def server(request: pytest.FixtureRequest, db_template: Callable[..., str]) -> Iterator[Db]:
     if request.param == "mysql" and importlib.util.find_spec("MySQLdb") is None:
         # the shared thread needs mysqlclient's C connection; PyMySQL users run on threads of their own
         unavailable("mysqlclient (pip install 'tpsbench[fast]')", "not installed")
-    scratch = _server_database(request.param)
+    scratch = built_database(request.param, db_template)  # test_tpcc_transactions' build
     url = next(scratch)
     try:
-        build("tpcc", SCALE, url, loaders=2, seed=SEED, show_progress=False)
         target = open_target(url)
         meta = read_meta(target, "tpcc")
         constants = {k.removeprefix("const_"): int(v) for k, v in meta.items() if k.startswith("const_")}

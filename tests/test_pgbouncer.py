@@ -21,7 +21,6 @@ from conftest import cli_in_process, scratch_pg_database
 from private_servers import private_pgbouncer
 from sqlalchemy.engine import make_url
 
-from tpsbench.commands.build import build
 from tpsbench.commands.run import RunConfig, run
 from tpsbench.targets import open_target
 
@@ -33,16 +32,17 @@ USERS = 8
 
 
 @pytest.fixture(scope="module")
-def bouncer_url() -> Iterator[str]:
-    """A TPC-C scale 1 database built on PostgreSQL directly, and its URL through PgBouncer."""
-    with scratch_pg_database() as direct:
-        build("tpcc", 1, direct, show_progress=False)
+def bouncer_url(built_tpcc_pg: str) -> Iterator[str]:
+    """A TPC-C scale 1 database on PostgreSQL directly (the session's build, copied), and its
+    URL through PgBouncer."""
+    with scratch_pg_database(built_tpcc_pg) as direct:
         url = make_url(direct)
         with private_pgbouncer(url.host or "127.0.0.1", url.port or 5432, url.username or "postgres",
                                pool=POOL, clients=CLIENTS) as port:
             yield url.set(port=port).update_query_dict({"pool_mode": "transaction"}).render_as_string(False)
 
 
+@pytest.mark.slow
 def test_a_run_through_transaction_pooling_is_honest_and_checks(bouncer_url: str, tmp_path: Path) -> None:
     config = RunConfig("tpcc", bouncer_url, users=[USERS], rampup_s=0.0, duration_s=8.0, interval_s=1.0, seed=3,
                        results_url=f"sqlite:///{tmp_path}/results.db", options={"think": "off"})

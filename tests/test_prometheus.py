@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import copy_of, unavailable
+from conftest import cli_in_process, copy_of, unavailable
 from private_servers import free_port
 
 from tpsbench.report.metrics import BUCKETS_S
@@ -85,9 +85,8 @@ def assert_steps_as_stored(api: str, run: Any) -> None:
 
 @pytest.mark.slow
 @pytest.mark.postgresql
-def test_prometheus_scrapes_per_step_tps_and_p95_as_the_store_has_them(pg_url: str, tmp_path: Path) -> None:
-    built = tpsbench("build", "tpcc", "--scale", "1", "--db", pg_url, cwd=tmp_path)
-    assert built.returncode == 0, built.stderr
+def test_prometheus_scrapes_per_step_tps_and_p95_as_the_store_has_them(tpcc_pg_url: str, tmp_path: Path) -> None:
+    pg_url = tpcc_pg_url  # TPC-C scale 1, the session's build copied
     endpoint = free_port()
     prometheus, api = start_prometheus(tmp_path, endpoint)
     try:
@@ -142,11 +141,11 @@ def test_an_address_in_use_another_host_or_a_lone_allow_remote_is_refused(tmp_pa
             "nosuchhost.invalid:9999": "no such host",
         }
         for address, said in cases.items():
-            done = tpsbench(*base, "--metrics-addr", address, cwd=tmp_path)
+            done = cli_in_process(*base, "--metrics-addr", address, cwd=tmp_path)  # refused before a process starts
             assert done.returncode != 0
             assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
             assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    lone = tpsbench(*base, "--allow-remote", cwd=tmp_path)
+    lone = cli_in_process(*base, "--allow-remote", cwd=tmp_path)
     assert lone.returncode != 0 and "give --metrics-addr too" in lone.stderr, lone.stderr
     assert not results.exists()
 

@@ -14,7 +14,6 @@ from conftest import _pg_admin, copy_of
 from test_cli_help import invoke
 from test_devices import attached_loop, mounted
 
-from tpsbench.commands.build import build
 from tpsbench.commands.run import RunConfig, run
 from tpsbench.commands.storage import storage_facts
 from tpsbench.report.table import render
@@ -69,10 +68,12 @@ def test_a_remote_database_gets_no_device() -> None:
 
 
 @pytest.mark.postgresql
-def test_a_postgresql_tablespace_on_a_loop_device_is_found_and_its_io_read(pg_url: str, tmp_path: Path,
+def test_a_postgresql_tablespace_on_a_loop_device_is_found_and_its_io_read(tpcc_pg_url: str, tmp_path: Path,
                                                                           require) -> None:
     """The database's tables in a tablespace on ext4 over a loop device: data_paths names the
-    tablespace, the loop device is found under it, and the run reads its I/O."""
+    tablespace, the loop device is found under it, and the run reads its I/O. The database
+    is a copy of the session's TPC-C build, moved into the tablespace whole."""
+    pg_url = tpcc_pg_url
     if shutil.which("mkfs.ext4") is None:
         require("mkfs.ext4", "not on PATH")
     reachable = Path(tempfile.mkdtemp(prefix="tpsb-pool-", dir="/tmp"))  # pytest's tmp is root's alone
@@ -88,7 +89,6 @@ def test_a_postgresql_tablespace_on_a_loop_device_is_found_and_its_io_read(pg_ur
             try:
                 with _pg_admin() as admin:
                     admin.execute(f'ALTER DATABASE "{database}" SET TABLESPACE {name}')
-                build("tpcc", 1, pg_url, show_progress=False)
                 target = open_target(pg_url)
                 assert str(pool) in target.data_paths()
                 record = run(short(pg_url, tmp_path, users=[4], duration_s=3.0), live=None)

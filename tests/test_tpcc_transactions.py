@@ -12,7 +12,7 @@ import contextlib
 import math
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyodbc
 import pytest
-from conftest import scratch_mysql_database, scratch_pg_database, sql_dialects, unavailable
+from conftest import scratch_database, sql_dialects, unavailable
 from sqlalchemy.engine import make_url
 
 from tpsbench.commands.build import build
@@ -43,9 +43,12 @@ LOAD_TIME = "2026-01-02 03:04:05"
 
 
 # -- fixtures ----------------------------------------------------------------------------
-def _server_database(backend: str) -> Iterator[str]:
-    """A scratch database on the server (see conftest), dropped afterwards."""
-    with (scratch_pg_database if backend == "postgresql" else scratch_mysql_database)() as url:
+def built_database(backend: str, db_template: Callable[..., str]) -> Iterator[str]:
+    """TPC-C at SCALE (seed SEED, loaded at LOAD_TIME) on the server, dropped afterwards: a
+    copy of the session's template (conftest.db_template), which test_multiplex and
+    test_deferred_delivery copy too."""
+    with scratch_database(backend, db_template(backend, "tpcc", SCALE, loaders=2, seed=SEED, load_time=LOAD_TIME)) \
+            as url:
         yield url
 
 
@@ -89,18 +92,20 @@ class Db:
     "sqlite",
     pytest.param("postgresql", marks=pytest.mark.postgresql),
     pytest.param("mysql", marks=pytest.mark.mysql),
-    pytest.param("mysql-text", marks=pytest.mark.mysql),
+    pytest.param("mysql-text", marks=[pytest.mark.mysql, pytest.mark.slow]),  # the prepared path's again, as text
 ])
-def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Db]:
+def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+       db_template: Callable[..., str]) -> Iterator[Db]:
     """Each database; on MySQL/MariaDB both statement paths, prepared (the default) and text."""
     backend, _, path = request.param.partition("-")
     if backend == "sqlite":
         scratch: Iterator[str] = iter([f"sqlite:///{tmp_path_factory.mktemp('tpcc') / 'tpcc.db'}"])
     else:
-        scratch = _server_database(backend)
+        scratch = built_database(backend, db_template)
     url = next(scratch)
     try:
-        build("tpcc", SCALE, url, loaders=2, seed=SEED, load_time=LOAD_TIME, show_progress=False)
+        if backend == "sqlite":
+            build("tpcc", SCALE, url, loaders=2, seed=SEED, load_time=LOAD_TIME, show_progress=False)
         target = open_target(url)
         if path and path not in target.client_paths():
             unavailable(f"--client {path}", target.client_path_missing(path))

@@ -243,6 +243,7 @@ def test_sqlite_build_counts_and_relations(sqlite_built: Path) -> None:
     assert sqlite_built.stat().st_size > 10_000_000  # built and checked by the fixture
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("url_fixture", [pytest.param("pg_url", marks=pytest.mark.postgresql),
                                          pytest.param("mysql_url", marks=pytest.mark.mysql)])
 def test_server_build_counts_and_relations(url_fixture: str, request: pytest.FixtureRequest) -> None:

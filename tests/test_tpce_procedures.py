@@ -58,8 +58,9 @@ WRITTEN = {
     pytest.param("postgresql", marks=pytest.mark.postgresql),
     pytest.param("mysql", marks=pytest.mark.mysql),
 ])
-def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Db]:
-    with built(request.param, tmp_path_factory) as probe:
+def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+       db_template: Callable[..., str]) -> Iterator[Db]:
+    with built(request.param, tmp_path_factory, db_template) as probe:
         yield probe
 
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import scratch_mysql_database, scratch_pg_database, sql_dialects, unavailable
+from conftest import scratch_database, sql_dialects, unavailable
 from test_tpcc_transactions import Db as ProbeDb
 
 from tpsbench.commands.build import build
@@ -57,15 +57,17 @@ class Db(ProbeDb):
 
 
 @contextlib.contextmanager
-def built(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Db]:
+def built(backend: str, tmp_path_factory: pytest.TempPathFactory, db_template: Callable[..., str]) -> Iterator[Db]:
     """A fresh build on ``backend`` (sqlite, postgresql or mysql; the module docstring's)
-    and its probe, dropped afterwards: this module's fixture, and test_tpce_procedures'."""
+    and its probe, dropped afterwards: this module's fixture, and test_tpce_procedures'.
+    On a server a copy of the session's template of this build, which both modules share."""
+    arguments: dict[str, Any] = {"loaders": 2, "seed": SEED, "load_time": LOAD_TIME, "options": BUILD}
     with contextlib.ExitStack() as stack:
         if backend == "sqlite":
             url = f"sqlite:///{tmp_path_factory.mktemp('tpce') / 'tpce.db'}"
+            build("tpce", 1000, url, show_progress=False, **arguments)
         else:
-            url = stack.enter_context(scratch_pg_database() if backend == "postgresql" else scratch_mysql_database())
-        build("tpce", 1000, url, loaders=2, seed=SEED, load_time=LOAD_TIME, show_progress=False, options=BUILD)
+            url = stack.enter_context(scratch_database(backend, db_template(backend, "tpce", 1000, **arguments)))
         target = open_target(url)
         meta = read_meta(target, "tpce")
         constants = {k.removeprefix("const_"): int(v) for k, v in meta.items() if k.startswith("const_")}
@@ -83,8 +85,9 @@ def built(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Db
     pytest.param("postgresql", marks=pytest.mark.postgresql),
     pytest.param("mysql", marks=pytest.mark.mysql),
 ])
-def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Db]:
-    with built(request.param, tmp_path_factory) as probe:
+def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+       db_template: Callable[..., str]) -> Iterator[Db]:
+    with built(request.param, tmp_path_factory, db_template) as probe:
         yield probe
 
 

@@ -51,6 +51,7 @@ statements = [
 '''
 
 
+@pytest.mark.slow
 def test_a_ramping_step_is_measured_on_until_steady_and_ends_there(pg_url: str, tmp_path: Path) -> None:
     (tmp_path / "ramp.toml").write_text(RAMP)
     built = tpsbench(tmp_path, pg_url, "build", "custom", "--file", "ramp.toml")

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import copy_of
 
 from tpsbench.cli.plan import plan
 from tpsbench.core.errors import TpsbenchError
@@ -264,11 +265,10 @@ def tpsbench(*args: str, cwd: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> str:
+def results(tmp_path_factory: pytest.TempPathFactory, built_tpcc_sqlite: Path) -> str:
     """A results store with one real run of TPC-C on SQLite at 1, 2, 4 and 8 users."""
     folder = tmp_path_factory.mktemp("plan")
-    db, store = f"sqlite:///{folder / 'tpcc.db'}", f"sqlite:///{folder / 'results.db'}"
-    tpsbench("build", "tpcc", "--scale", "1", "--db", db, cwd=folder)
+    db, store = copy_of(built_tpcc_sqlite, folder), f"sqlite:///{folder / 'results.db'}"
     tpsbench("run", "tpcc", "--db", db, "--users", "1,2,4,8", "--rampup", "0s", "--duration", "2s",
              "--interval", "1s", "--results", store, cwd=folder)
     return store

@@ -36,6 +36,7 @@ def tpsbench(folder: Path, db: str, *args: str) -> subprocess.CompletedProcess[s
                           text=True, timeout=180, check=False)
 
 
+@pytest.mark.slow
 def test_warmup_on_postgresql_is_stored_apart_from_every_step(pg_url: str, tmp_path: Path) -> None:
     results = tmp_path / "results.db"
     built = tpsbench(tmp_path, pg_url, "build", "sysbench", "--tables", "1", "--table-size", "1000")
