@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -51,13 +52,18 @@ statements = [
 '''
 
 
-@pytest.mark.slow
-def test_a_ramping_step_is_measured_on_until_steady_and_ends_there(pg_url: str, tmp_path: Path) -> None:
+def ramp_run(tmp_path: Path, pg_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The ramping workload built on ``pg_url`` and run by one user with ``args``."""
     (tmp_path / "ramp.toml").write_text(RAMP)
     built = tpsbench(tmp_path, pg_url, "build", "custom", "--file", "ramp.toml")
     assert built.returncode == 0, built.stderr
-    done = tpsbench(tmp_path, pg_url, "run", "custom", "--file", "ramp.toml", "--users", "1", "--processes", "1",
-                    "--rampup", "0.5s", "--duration", "1s", "--interval", "0.5s", "--until-steady", "40s")
+    return tpsbench(tmp_path, pg_url, "run", "custom", "--file", "ramp.toml", "--users", "1", "--processes", "1",
+                    "--rampup", "0.5s", "--duration", "1s", *args)
+
+
+@pytest.mark.slow
+def test_a_ramping_step_is_measured_on_until_steady_and_ends_there(pg_url: str, tmp_path: Path) -> None:
+    done = ramp_run(tmp_path, pg_url, "--interval", "0.5s", "--until-steady", "40s")
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "step 1 steady (SNIA, last 5 intervals) after " in done.stderr, done.stderr[-3000:]
     with sqlite3.connect(tmp_path / "results.db") as db:
@@ -133,11 +139,7 @@ def test_exactly_five_intervals_is_enough_and_the_warmup_ends_once_steady() -> N
 
 @pytest.mark.slow
 def test_a_warmup_until_steady_ends_once_steady_and_every_format_says_so(pg_url: str, tmp_path: Path) -> None:
-    (tmp_path / "ramp.toml").write_text(RAMP)
-    built = tpsbench(tmp_path, pg_url, "build", "custom", "--file", "ramp.toml")
-    assert built.returncode == 0, built.stderr
-    done = tpsbench(tmp_path, pg_url, "run", "custom", "--file", "ramp.toml", "--users", "1", "--processes", "1",
-                    "--rampup", "0.5s", "--warmup", "60s", "--duration", "1s", "--interval", "1s",
+    done = ramp_run(tmp_path, pg_url, "--warmup", "60s", "--interval", "1s",
                     "--until-steady", "60s")  # whole seconds: a p95 of some 40 transactions, not 15
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "the warm-up steady (SNIA, last 5 intervals) after " in done.stderr, done.stderr[-3000:]
