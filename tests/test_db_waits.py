@@ -149,7 +149,8 @@ def test_a_metadata_lock_wait_on_mariadb_is_a_lock_wait_by_its_state(mysql_url: 
 def test_an_idle_database_has_no_active_session_the_observers_neither(server: Target) -> None:
     """The other observers' connections probe the database all the while; on PostgreSQL
     they carry the observers' application_name and are left out exactly. MariaDB has no
-    such name: the probe's SELECT 1, well under a millisecond, is seen at most rarely."""
+    such name: the probe's SELECT 1, well under a millisecond, is seen at most rarely (on
+    two busy cores, in one or two samples of ten: a session at work would be 1.0)."""
     waits = DbWaits(server)
     observers = Observers([waits, Reachability(server), DatabaseCounters(server)])
     observers.start_step(1, 1, time.time(), [(0.0, 1.0, True)])
@@ -157,7 +158,7 @@ def test_an_idle_database_has_no_active_session_the_observers_neither(server: Ta
         reading = observers.interval(0)["db_waits"]
     finally:
         observers.end_step(1)
-    assert reading["active"] <= (0.0 if server.dialect == "postgresql" else 0.1), reading
+    assert reading["active"] <= (0.0 if server.dialect == "postgresql" else 0.25), reading
     assert set(reading) >= {f"{kind}_pct" for kind in server.wait_kinds}
     assert not db_waits_threads()
 

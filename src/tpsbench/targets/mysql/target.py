@@ -175,13 +175,16 @@ class MysqlFamily(MysqlSessions):
         return min(self._connection_room()) + 1
 
     def _connection_room(self) -> tuple[int, int]:
-        """(room under max_connections, room under open_files_limit), our connection counted."""
-        ((limit, files),) = self.fetch_all("SELECT @@GLOBAL.max_connections, @@GLOBAL.open_files_limit",
-                                           "reading max_connections")
-        status = dict(self.fetch_all("SHOW GLOBAL STATUS WHERE Variable_name IN "
-                                     "('Threads_connected', 'Open_files', 'Innodb_num_open_files')",
-                                     "reading open files"))
-        used = {str(k).lower(): int(v) for k, v in status.items()}
+        """(room under max_connections, room under open_files_limit), our connection counted.
+        One session and no transaction: a run's statement counts (Com_*) see one SELECT only."""
+        with self.session("reading max_connections") as conn:
+            cur = conn.cursor()
+            cur.execute("SELECT @@GLOBAL.max_connections, @@GLOBAL.open_files_limit")
+            limit, files = cur.fetchone()
+            cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN "
+                        "('Threads_connected', 'Open_files', 'Innodb_num_open_files')")
+            used = {_text(k).lower(): int(v) for k, v in cur.fetchall()}
+            cur.close()
         connected = used.get("threads_connected", 0)
         held = used.get("open_files", 0) + used.get("innodb_num_open_files", 0) + FILES_BESIDE
         return int(limit) - connected, int(files) - held - connected
