@@ -2,12 +2,11 @@
 
 Why: the server parses a text statement (COM_QUERY) every time it comes; a statement
 prepared once per connection and executed with bound values (COM_STMT_EXECUTE, the
-binary protocol, as sysbench sends its statements) skips that. With the server on a core
-of its own a point select cost it 17.0 us against 19.8 us as text
-(bench/experiments/results/mysql_prepared.txt). No MySQL Python driver does this at
-mysqlclient's client cost (same file: MariaDB Connector/Python 1.1 sends its prepared
-cursor's statements as text, mysql-connector-python's C extension takes twice the client
-CPU), so this binds the C calls itself, through cffi in ABI mode: nothing is compiled at
+binary protocol, as sysbench sends its statements) skips that, which saves the server
+CPU on every statement (bench/experiments/results/mysql_prepared.txt). No MySQL Python
+driver does this at mysqlclient's client cost (same file: MariaDB Connector/Python sends
+its prepared cursor's statements as text, mysql-connector-python's C extension takes more
+client CPU), so this binds the C calls itself, through cffi in ABI mode: nothing is compiled at
 install. On Debian and Ubuntu mysqlclient is linked against the same libmariadb.so.3, so
 the statements run on the very connection handle mysqlclient holds (its
 ``_get_native_connection`` capsule): connecting, autocommit, COMMIT, errors and

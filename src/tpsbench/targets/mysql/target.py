@@ -8,9 +8,8 @@ force either: ``mysql+pymysql://`` or ``mysql+mysqldb://``; a bare ``mysql://`` 
 
 Bulk path: LOAD DATA LOCAL INFILE of the batch's TSV, written to a temporary file in
 /dev/shm (memory, so the file costs no disk I/O). Measured against large multi-row INSERTs
-(bench/experiments/results/mysql_bulk_paths.txt): with both drivers
-LOAD DATA loads about 1.8x the rows per second (median over tables and runs) for a
-third of the client CPU. Multi-row INSERT stays as the fallback for servers that
+(bench/experiments/results/mysql_bulk_paths.txt): with both drivers LOAD DATA loads
+more rows per second for less client CPU. Multi-row INSERT stays as the fallback for servers that
 refuse LOCAL (MySQL 8 ships with ``local_infile=OFF``).
 
 :class:`MysqlFamily` holds what does not depend on the driver (error numbers, settings,
@@ -288,9 +287,9 @@ class MysqlTarget(MysqlFamily):
 
     def client_paths(self) -> tuple[str, ...]:
         """Prepared statements and text on mysqlclient (prepared where libmariadb's
-        statement calls can run on its connections), none on PyMySQL. Prepared first:
-        with the server on a core of its own it cost the server 14 % less per point
-        select at the same client CPU (bench/experiments/results/mysql_prepared.txt)."""
+        statement calls can run on its connections), none on PyMySQL. Prepared first: it
+        costs the server less per statement at the same client CPU
+        (bench/experiments/results/mysql_prepared.txt)."""
         if self.driver != "mysqldb":
             return ()
         return ("text",) if libmariadb.unavailable() else ("prepared", "text")
