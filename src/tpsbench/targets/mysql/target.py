@@ -12,6 +12,13 @@ Bulk path: LOAD DATA LOCAL INFILE of the batch's TSV, written to a temporary fil
 more rows per second for less client CPU. Multi-row INSERT stays as the fallback for servers that
 refuse LOCAL (MySQL 8 ships with ``local_infile=OFF``).
 
+TLS: PyMySQL connections are plain unless the URL names an ``ssl*`` option. PyMySQL 1.2
+tries TLS whenever nobody says no, and builds each connection a context from the
+system's CA store first, even where the server offers no TLS: client CPU enough per
+connection that thousands of users ramping up starve one another's logins past the
+server's connect_timeout (docs/performance.md). Plain is also what PyMySQL before 1.2 and
+mysqlclient on MariaDB Connector/C 3.3 connect with, so the drivers measure the same wire.
+
 :class:`MysqlFamily` holds what does not depend on the driver (error numbers, settings,
 DDL), so the ODBC target reuses it for ``mysql+pyodbc://`` URLs.
 """
@@ -256,6 +263,8 @@ class MysqlTarget(MysqlFamily):
         name = url.database if database is None else database
         if name:
             params["database"] = name
+        if self.driver == "pymysql" and not any(key.startswith("ssl") for key in url.query):
+            params["ssl_disabled"] = True  # plain unless the URL asks for TLS (module docstring)
         # URL options are text; the drivers want numbers for flags and timeouts (local_infile=0)
         params.update({k: int(v) if v.isdigit() else v for k, v in url.query.items() if isinstance(v, str)})
         try:
