@@ -36,8 +36,9 @@ def toy_workload(options: dict[str, str]) -> TpccWorkload:
 
 @pytest.fixture(params=[
     pytest.param(("sqlite", "off"), id="sqlite"),
-    pytest.param(("postgresql", "on"), marks=pytest.mark.postgresql, id="postgresql-procedures"),
-    pytest.param(("postgresql", "off"), marks=pytest.mark.postgresql, id="postgresql-statements"),
+    # a run each, of some seconds: the quick lane runs SQLite's
+    pytest.param(("postgresql", "on"), marks=[pytest.mark.postgresql, pytest.mark.slow], id="postgresql-procedures"),
+    pytest.param(("postgresql", "off"), marks=[pytest.mark.postgresql, pytest.mark.slow], id="postgresql-statements"),
 ])
 def case(request: pytest.FixtureRequest, tmp_path: Path, built_tpcc_sqlite: Path) -> Iterator[tuple[str, str]]:
     """(a TPC-C database's URL, the run option procedures)."""
