@@ -40,9 +40,8 @@ second executor on the same warehouse would only sit on the first one's locks wh
 other warehouses' requests wait. So with think times off, when requests come as fast as the server answers (4% of the
 transactions), a worker runs one executor per warehouse, up to ``MAX_EXECUTORS`` (which
 bounds the connections a worker adds): more could not run at once, and an executor with
-no work costs only a connection and a wake-up every ``WAIT_S``; the executors keep up
-with the 4% of Deliveries at the loads tests/test_deferred_delivery.py runs. With think
-times on a terminal queues
+no work costs only a connection and a wake-up every ``WAIT_S``. With think times on a
+terminal queues
 a Delivery about every nine minutes (one card in 25, some 21 s of keying, thinking and
 waiting per card), and one executor keeps up with thousands of terminals. (The
 executors' connections come on top of the users': the run's connection check, which
