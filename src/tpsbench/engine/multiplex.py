@@ -129,7 +129,6 @@ class Multiplexer:
         #: what follows a transaction: its think time, or with think times off the next
         #: transaction at once (a call fewer per transaction)
         self.after_transaction = self.finished if think else self.next_transaction
-        self.draws = 1 if think else DRAW_AHEAD  # waits cool the caches anyway; a queue per sleeper is memory
 
     def start(self) -> None:
         self.thread.start()
@@ -238,7 +237,7 @@ class Multiplexer:
             self.release(slot)
             return
         if not slot.ahead:
-            self.draw_ahead(slot, self.draws)
+            self.draw_ahead(slot)
         name, slot.inputs, slot.steps, slot.encoded = slot.ahead.popleft()
         slot.name = name
         slot.due = 0
@@ -250,8 +249,8 @@ class Multiplexer:
         self.begin(slot)
 
     @staticmethod
-    def draw_ahead(slot: Hosted, draws: int) -> None:
-        """Draw the user's next ``draws`` transactions in one go, each as far as the bytes
+    def draw_ahead(slot: Hosted) -> None:
+        """Draw the user's next DRAW_AHEAD transactions in one go, each as far as the bytes
         of its first statement: its name, its inputs (in the order one at a time draws
         them: the same values), the transaction begun and that statement encoded.
 
@@ -265,7 +264,7 @@ class Multiplexer:
         user is hosted again with a new one."""
         session, ahead, encode = slot.session, slot.ahead, slot.cur.encode
         one = session.one_statement
-        for _ in range(draws):
+        for _ in range(DRAW_AHEAD):
             name = session.next_transaction()
             inputs = session.inputs(name)
             steps = None if one else session.transaction(name, inputs)
@@ -364,7 +363,8 @@ class Multiplexer:
             self.after_transaction(slot)
 
     def finished(self, slot: Hosted) -> None:
-        """After a transaction (committed, rolled back or failed), with think times: think, then the next."""
+        """After a transaction (committed, rolled back or failed), with think times on:
+        think, then the next."""
         wait = slot.session.think_time(slot.name)
         if wait > 0 and not self.stop.is_set():
             self.after(wait, slot, self.next_transaction, self.rec.think_names[slot.name])

@@ -29,7 +29,6 @@ reported exactly once.
 from __future__ import annotations
 
 import functools
-import gc
 import os
 import threading
 import time
@@ -156,13 +155,6 @@ class Worker:
             if self.wait(start_mono + end - time.monotonic()):
                 break
             self.send_report(plan, number, begin, end, steady)
-            if begin <= plan.rampup_s:
-                # the users' objects made so far (sessions, connections, their random
-                # pools) out of the collector's sight until the step ends: a full
-                # collection walks every object on whichever thread allocates, the shared
-                # one too, and with thousands of users that stopped all of them for
-                # seconds (bench/results/fifteen_thousand.txt)
-                gc.freeze()
         else:
             number = len(bounds)
         cut = time.monotonic()
@@ -173,7 +165,6 @@ class Worker:
             mux.wake()
         deadline = cut + (1.0 if self.stopped else STOP_GRACE_S)
         self.join_all(plan, cut, deadline, problems)
-        gc.unfreeze()  # this step's sessions and their garbage collectable again
         if mux is not None:
             mux.join(max(0.0, deadline - time.monotonic()))
             if mux.in_doubt:
