@@ -127,7 +127,7 @@ def replay(ctx: click.Context, trace_file: str, url: str | None, speed: float | 
     except TpsbenchError as exc:
         raise TpsbenchError(f"--interval {interval}: {exc}") from None
     stored = replay_stored(trace_file, url, results_url, speed=speed, stop_on_error=stop_on_error, storage=storage,
-                           interval_s=interval_s)
+                           interval_s=interval_s, live=lambda line: click.echo(line, err=True))
     result = stored.result
     table = Table(title=f"replayed at speed {speed:g}: {result.replayed_rate:.1f} statements/s "
                         f"(traced {result.traced_rate:.1f}/s) over {result.elapsed_s:.1f} s, "
