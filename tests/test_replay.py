@@ -231,3 +231,29 @@ def test_general_log_rows_keep_their_thread_and_database():
     found = [(e.session, e.database, e.text, e.end) for e in logged(rows, "shop")]
     assert found == [("7", "shop", "BEGIN", 10.1), ("8", "shop", "SELECT 1", 10.2), ("7", "shop", "SELECT 5", 10.4),
                      ("8", "other", "SELECT 2", 10.6)]
+
+
+@pytest.mark.postgresql
+def test_a_session_behind_sends_ahead_in_order_and_each_error_is_its_own(tmp_path: Path, pg_url: str):
+    """While a slow statement runs, the session's next ones fall due: they are queued
+    behind it on its connection (libpq's pipeline), run in the trace's order, and their
+    latency counts from when each was due; a statement that cannot be prepared fails with
+    its own message, alone: the next one runs."""
+    with psycopg.connect(_plain(pg_url), autocommit=True) as conn:
+        conn.execute("CREATE TABLE seq (n int, at timestamptz DEFAULT clock_timestamp())")
+    insert = "INSERT INTO seq (n) VALUES ($1)"
+    session = TraceSession("p", [Statement(0.0, 0.1, "SELECT pg_sleep(0.4)"),
+                                 *[Statement(0.01 + i * 0.001, 0.1, insert, [str(i)]) for i in range(20)],
+                                 Statement(0.04, 0.1, "INSERT INTO seq (n) VALUES ($1::no_such_type)", ["1"]),
+                                 Statement(0.05, 0.1, insert, ["99"])])
+    trace = Trace("postgresql", "x", 0.0, 0.05, [session])
+    trace.summary = summarise(trace)
+    write_trace(trace, tmp_path / "p.trace")
+    result = replay(tmp_path, "p.trace", "--db", pg_url)
+    assert result.returncode == 0, result.stderr
+    with psycopg.connect(_plain(pg_url)) as conn:
+        assert [r[0] for r in conn.execute("SELECT n FROM seq ORDER BY at")] == [*range(20), 99]
+    assert 'type "no_such_type" does not exist' in result.stderr and "1 error(s)" in result.stdout
+    row = next(line for line in result.stdout.splitlines() if "INSERT INTO seq (n) VALUES (?) " in line)
+    traced, replayed, errors, mean_ms = (c.strip() for c in row.split("│")[2:6])
+    assert (traced, replayed, errors) == ("21", "21", "0") and float(mean_ms) > 300  # waited behind the sleep
