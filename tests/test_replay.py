@@ -257,3 +257,30 @@ def test_a_session_behind_sends_ahead_in_order_and_each_error_is_its_own(tmp_pat
     row = next(line for line in result.stdout.splitlines() if "INSERT INTO seq (n) VALUES (?) " in line)
     traced, replayed, errors, mean_ms = (c.strip() for c in row.split("│")[2:6])
     assert (traced, replayed, errors) == ("21", "21", "0") and float(mean_ms) > 300  # waited behind the sleep
+
+
+@pytest.mark.postgresql
+def test_a_connection_lost_mid_pipeline_fails_its_statements_and_the_replay_goes_on(tmp_path: Path, pg_url: str):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    texts = [["SELECT pg_sleep(2)", *["SELECT 1"] * 10], ["SELECT 2", "SELECT 3"]]
+    make_trace(tmp_path / "t.trace", texts, gap=0.01)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1] / "src"))
+    proc = subprocess.Popen([sys.executable, "-m", "tpsbench", "replay", "t.trace", "--db", pg_url], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed: list[tuple[bool]] = []
+    deadline = time.monotonic() + 30
+    with psycopg.connect(_plain(pg_url), autocommit=True) as conn:
+        while not killed and time.monotonic() < deadline:
+            killed = conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                  "WHERE query = 'SELECT pg_sleep(2)' AND state = 'active'").fetchall()
+            time.sleep(0.05)
+    out, err = proc.communicate(timeout=60)
+    assert killed == [(True,)] and proc.returncode == 0 and "Traceback" not in err, err
+    rows = {cells[0]: cells[1:4] for cells in ([c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines())
+            if len(cells) == 7}
+    # the sleep and the ten queued behind it failed, the other session's two ran
+    assert rows == {"SELECT ?": ["12", "12", "10"], "SELECT pg_sleep(?)": ["1", "1", "1"]}, out

@@ -110,6 +110,7 @@ def outcome(trace: Trace, played: list[Played], speed: float, start: float, stop
         starts += p.started
         if p.latency_s and p.latency_s[-1] is not None:  # in order: the session's last answer
             last = max(last, start + p.session.statements[len(p.latency_s) - 1].offset / speed + p.latency_s[-1])
+        last = max(last, *p.failed_at.values()) if p.failed_at else last  # a failure ends when its error came
         for i, st in enumerate(p.session.statements):
             text = normalise(st.text)[0]
             shape = found.setdefault(text, StatementOutcome(text))

@@ -6,7 +6,7 @@ small machine that CPU is taken from the database (bench/results/engine_tpcc.txt
 the hot path calls libpq through psycopg's ``pgconn``: server-side prepared statements
 (PQprepare / PQexecPrepared, what sysbench's pgsql driver calls), text parameters, and
 results read whole. :class:`LibpqCursor` keeps a result's rows (converted when first
-read); :class:`LibpqCountingCursor` drops them unread and tells the statement's kind, as
+read); ``LibpqCountingCursor`` (tpsbench.targets.libpq_counting) drops them unread and tells the statement's kind, as
 sysbench's client does, for which converting the rows of an oltp_read_only
 transaction would cost client CPU for nothing. Both can send a statement
 and read its answer later (:class:`LibpqSend`), for the engine's shared thread.

@@ -14,6 +14,7 @@ import select
 from collections.abc import Sequence
 from typing import Any
 
+import psycopg
 from psycopg import pq
 
 from tpsbench.core.cursor import OTHER, READ, WRITE
@@ -104,7 +105,10 @@ class LibpqCountingCursor(LibpqSend):
         in order: None for a success, else the exception ``execute`` would raise. A
         prepare's failure is its statement's. A connection lost fails all still queued."""
         pgconn = self.pgconn
-        pgconn.consume_input()
+        try:
+            pgconn.consume_input()
+        except psycopg.OperationalError:  # the connection is gone: what it had read is still taken below
+            pass
         done: list[Exception | None] = []
         syncs = self.syncs
         while syncs and not pgconn.is_busy():
@@ -130,10 +134,8 @@ class LibpqCountingCursor(LibpqSend):
             else:
                 res.clear()
         if syncs and pgconn.status != pq.ConnStatus.OK:
-            from psycopg import OperationalError
-
-            lost = OperationalError((pgconn.error_message or b"connection lost").decode(errors="replace").strip()
-                                    or "connection lost")
+            message = (pgconn.error_message or b"").decode(errors="replace").strip()
+            lost = psycopg.OperationalError(message or "connection lost")
             done += [lost for closed in syncs if closed is None]
             syncs.clear()
         return done

@@ -11,6 +11,7 @@ counts from each statement's scheduled start to its own answer.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import select
 import time
@@ -30,6 +31,7 @@ class Pipelined(Multiplexed):
     def __init__(self, player: Player, played: list[Played], cursors: list[PipelineCursor]) -> None:
         super().__init__(player, played, cursors)  # type: ignore[arg-type]  # fileno() is what it uses
         self.pipes = cursors
+        self.fds = [c.fileno() for c in cursors]  # kept: a lost connection's socket is no longer asked
         self.encoded = [[self._encode(c, q, p) for q, p in session] for c, session in zip(cursors, self.statements)]
         for cursor in cursors:
             cursor.pipeline()
@@ -57,12 +59,13 @@ class Pipelined(Multiplexed):
             if isinstance(encoded, Exception):
                 raise encoded
             if not self.watched[i]:
-                self.poll.register(cursor.fileno(), select.EPOLLIN)
+                self.poll.register(self.fds[i], select.EPOLLIN)
                 self.watched[i] = True
             cursor.push(encoded)
         except Exception as exc:  # noqa: BLE001 - failed() counts a driver's error, raises anything else
+            self.sent[i] = k + 1
             self.drain(i)  # the answers before it first: a session's outcomes are kept in order
-            self.sent[i] = self.done[i] = k + 1
+            self.done[i] = k + 1
             self.player.failed(self.played[i], k, exc)
             self.follow(i)
             return
@@ -82,10 +85,11 @@ class Pipelined(Multiplexed):
     def drain(self, i: int) -> None:
         """Wait for every answer session ``i`` has out (a statement that cannot go waits
         for those before it); a lost connection fails them at once."""
-        fd = self.pipes[i].fileno()
+        fd = self.fds[i]
         while self.out[i] and not self.player.stop.is_set():
-            select.select([fd], [], [], 1.0)
             self.answer(i, fd)
+            if self.out[i]:
+                select.select([fd], [], [], 1.0)
 
     def answer(self, i: int, fd: int) -> None:
         """Read what session ``i``'s socket has: each statement answered, in order; a
@@ -93,8 +97,9 @@ class Pipelined(Multiplexed):
         watched: the next statement fails."""
         if not self.out[i]:
             if self.watched[i]:
-                self.poll.unregister(fd)
                 self.watched[i] = False
+                with contextlib.suppress(OSError):  # libpq closed it: epoll forgot it then
+                    self.poll.unregister(fd)
             return
         outcomes = self.pipes[i].collect()
         if not outcomes:

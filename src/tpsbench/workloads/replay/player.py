@@ -83,7 +83,9 @@ class Player:
             self.on_start(self.start)
 
     def play(self) -> list[Played]:
-        """Connect every session, then play them all from one start; Ctrl-C stops them."""
+        """Connect every session, then play them all from one start; Ctrl-C stops them.
+        All on one thread where the cursors can: pipelined (tpsbench.workloads.replay.pipelined),
+        else sending one statement at a time (:class:`Multiplexed`); else a thread a session."""
         connections = []
         try:
             for _ in self.trace.sessions:
