@@ -91,7 +91,8 @@ class PipelineCursor(Protocol):
     """Queues statements on its connection, answers read later in order.
 
     ``pipeline()`` switches the connection to it for good; ``pre_encode`` makes, without
-    the server, what ``push`` queues and sends; ``collect()`` reads what arrived (never
+    the server, what ``push`` queues and sends, at the latest at ``flush()`` (the
+    statements a session has due at once go together); ``collect()`` reads what arrived (never
     blocks once ``fileno()`` is readable) and gives the outcomes of the statements now
     answered, oldest first: None for a success, else the exception ``execute`` would raise.
     An error ends its own statement alone.
@@ -102,6 +103,8 @@ class PipelineCursor(Protocol):
     def pre_encode(self, sql: str, params: Any = ()) -> Any: ...
 
     def push(self, encoded: Any) -> None: ...
+
+    def flush(self) -> None: ...
 
     def collect(self) -> list[Exception | None]: ...
 

@@ -10,8 +10,11 @@ less often per statement. Same statements, same order, same connection: same sem
 from __future__ import annotations
 
 import collections
+import ctypes
+import ctypes.util
 import select
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -19,6 +22,30 @@ from psycopg import pq
 
 from tpsbench.core.cursor import OTHER, READ, WRITE
 from tpsbench.targets.libpq import STATEMENT_NUMBERS, LibpqSend, dollar_markers, prepared_names, text_params
+
+
+def _send_sync() -> Callable[[int], int] | None:
+    """libpq's PQsendPipelineSync (libpq 17+: a Sync left in the buffer), from the libpq
+    psycopg itself calls; None where there is none (then each Sync is sent at once)."""
+    try:
+        if pq.__impl__ == "python":
+            from psycopg.pq import _pq_ctypes
+
+            lib: Any = _pq_ctypes.pq  # type: ignore[attr-defined]  # the ctypes library it loaded
+        else:
+            import psycopg_binary
+
+            folder = Path(psycopg_binary.__file__).parent.parent / "psycopg_binary.libs"
+            found = sorted(folder.glob("libpq*.so*")) if pq.__impl__ == "binary" else []
+            lib = ctypes.CDLL(str(found[0]) if found else ctypes.util.find_library("pq"))
+        send = lib.PQsendPipelineSync
+    except (ImportError, OSError, AttributeError, TypeError):
+        return None
+    send.argtypes, send.restype = [ctypes.c_void_p], ctypes.c_int
+    return send
+
+
+SEND_SYNC = _send_sync()
 
 
 class LibpqCountingCursor(LibpqSend):
@@ -94,8 +121,18 @@ class LibpqCountingCursor(LibpqSend):
             pgconn.send_query_prepared(name, values)
         else:
             pgconn.send_query_params(text, None)
-        pgconn.pipeline_sync()
+        if SEND_SYNC is None:
+            pgconn.pipeline_sync()
+            self.flush()
+        elif not SEND_SYNC(pgconn.pgconn_ptr):
+            raise psycopg.OperationalError((pgconn.error_message or b"").decode(errors="replace").strip()
+                                           or "the connection is lost")
         self.syncs.append(None)
+
+    def flush(self) -> None:
+        """Send what :meth:`push` queued (with libpq 17's PQsendPipelineSync the Syncs
+        wait in its buffer: the statements a session has due at once go in one write)."""
+        pgconn = self.pgconn
         while pgconn.flush():  # what the socket did not take (a full buffer): wait until it does
             select.select([pgconn.socket], [pgconn.socket], [], 0.01)
             pgconn.consume_input()

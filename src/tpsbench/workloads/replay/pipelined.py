@@ -39,6 +39,8 @@ class Pipelined(Multiplexed):
         self.done = [0] * len(played)
         self.out = [0] * len(played)
         self.queued = [bool(p.session.statements) for p in played]
+        #: the sessions sent to and not yet flushed (a session twice: flushed twice, at no cost)
+        self.unflushed: list[int] = []
 
     @staticmethod
     def _encode(cursor: PipelineCursor, query: str, params: list[Any]) -> Any:
@@ -72,7 +74,18 @@ class Pipelined(Multiplexed):
         self.sent[i] = k + 1
         self.out[i] += 1
         self.in_flight += 1
+        self.unflushed.append(i)
         self.follow(i)
+
+    def handed(self) -> None:
+        """Flush each session sent to since the last time: its due statements in one write.
+        One that cannot (its connection lost) has its queued statements failed now."""
+        for i in self.unflushed:
+            try:
+                self.pipes[i].flush()
+            except Exception:  # noqa: BLE001 - collect() fails what the lost connection had queued
+                self.drain(i)
+        self.unflushed.clear()
 
     def follow(self, i: int) -> None:
         """The session's next statement queued at its due time, unless already queued,

@@ -200,6 +200,7 @@ class Multiplexed:
                 now = time.perf_counter()
                 while waiting and waiting[0][0] <= now:
                     self.send(heapq.heappop(waiting)[1])
+                self.handed()
                 timeout = max(0.0, waiting[0][0] - time.perf_counter()) if waiting else None
                 if not self.in_flight:
                     time.sleep(timeout or 0)
@@ -208,6 +209,9 @@ class Multiplexed:
                     self.answer(self.session_of[fd], fd)
         finally:
             self.poll.close()
+
+    def handed(self) -> None:
+        """Every statement due so far has been handed to its cursor (each has sent its own)."""
 
     def ready(self, timeout: float | None) -> list[tuple[int, int]]:
         """The sockets with answers, waiting for them at most ``timeout``. epoll waits whole
