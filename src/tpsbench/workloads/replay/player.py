@@ -92,7 +92,7 @@ class Player:
                 connections.append(self.connect())
             played = self.played = [Played(s) for s in self.trace.sessions]
             cursors = [self.cursor_of(c) for c in connections]
-            if all(isinstance(c, PipelineCursor) for c in cursors) and self.extended_protocol():
+            if all(isinstance(c, PipelineCursor) for c in cursors) and not self.multiple_commands():
                 from tpsbench.workloads.replay.pipelined import Pipelined
 
                 shared: Multiplexed = Pipelined(self, played, cursors)
@@ -125,16 +125,12 @@ class Player:
                 except Exception:  # noqa: BLE001 - a connection the server dropped closes with an error
                     pass
 
-    def extended_protocol(self) -> bool:
-        """Whether the source sent its statements through the extended protocol, which a
-        pipeline takes: some carry parameters, and none may hold several (a semicolon
-        before its end: only a simple query takes those). A source whose statements all
-        came as simple queries (literals in the text: pgbench's default) is replayed with
-        simple queries, one at a time: through the extended protocol each would cost the
-        server more than it cost the source (bench/results/replay_pgbench.txt)."""
-        statements = [st for s in self.trace.sessions for st in s.statements]
-        return any(st.params for st in statements) and not any(
-            ";" in st.text.rstrip().rstrip(";") for st in statements if not st.params)
+    def multiple_commands(self) -> bool:
+        """Whether a statement without parameters may hold several (a semicolon before its
+        end): those go only as a simple query, which a pipeline cannot send; the replay
+        then sends one at a time."""
+        return any(";" in st.text.rstrip().rstrip(";") for s in self.trace.sessions for st in s.statements
+                   if not st.params)
 
     def failed(self, played: Played, i: int, exc: Exception) -> None:
         """Count a statement's failure (a driver's error), or raise what is not one."""
