@@ -40,10 +40,11 @@ Drawer = Callable[["SysbenchSession", list[Statement], tuple[str, ...], int], No
 def draw(s: SysbenchSession) -> list[Statement]:
     """Every statement of one transaction with its parameters, drawn as sysbench draws
     them, BEGIN and COMMIT included where the mode has them."""
-    out: list[Statement] = [s.begin] if s.plan.transactional else []
+    transactional = s.plan.transactional
+    out: list[Statement] = [s.begin] if transactional else []
     for drawer, texts, count in s.steps:
         drawer(s, out, texts, count)
-    if s.plan.transactional:
+    if transactional:
         out.append(s.commit)
     return out
 
