@@ -1,14 +1,14 @@
 """Cursors on libpq itself, under a psycopg 3 connection: a virtual user's hot path.
 
-psycopg's cursor costs 3-5x the client CPU of the libpq calls below it per statement
+psycopg's cursor costs several times the client CPU of the libpq calls below it per statement
 (query conversion, its prepared-statement cache, the generator machinery), and on a
 small machine that CPU is taken from the database (bench/results/engine_tpcc.txt). So
 the hot path calls libpq through psycopg's ``pgconn``: server-side prepared statements
 (PQprepare / PQexecPrepared, what sysbench's pgsql driver calls), text parameters, and
 results read whole. :class:`LibpqCursor` keeps a result's rows (converted when first
 read); :class:`LibpqCountingCursor` drops them unread and tells the statement's kind, as
-sysbench's client does, for which converting the 400 rows of an oltp_read_only
-transaction cost 16 % more client CPU, measured side by side. Both can send a statement
+sysbench's client does, for which converting the rows of an oltp_read_only
+transaction would cost client CPU for nothing. Both can send a statement
 and read its answer later (:class:`LibpqSend`), for the engine's shared thread.
 """
 
@@ -132,12 +132,12 @@ class LibpqCursor(LibpqSend, BufferedRows):
     inferred by the server) and then runs it with ``PQexecPrepared`` on the psycopg
     connection's ``pgconn``: one round trip, like psycopg's prepared path, without the
     layers above libpq (query conversion and its regex split of long statements, the
-    prepared-statement LRU and the generator/wait machinery), which cost 3-5x the client
-    CPU (docs/driver-costs.md). Parameters go as text, rows come back as
+    prepared-statement LRU and the generator/wait machinery), which cost several times the
+    client CPU (docs/driver-costs.md). Parameters go as text, rows come back as
     text and are turned into the same Python types as psycopg's cursor gives, when first
     read (PgRows), by psycopg's own (C) loaders, looked up once per prepared statement
-    (its rows have one shape): the lookup for every result cost 4 us of a transaction's
-    client CPU on a machine whose caches the database has just filled with its own.
+    (its rows have one shape): a lookup for every result cost a transaction's client CPU
+    on a machine whose caches the database has just filled with its own.
     Transactions are psycopg's: a BEGIN opens one before the first statement when the
     connection is idle (as psycopg sends it), ``commit`` and ``rollback`` send COMMIT
     and ROLLBACK.
