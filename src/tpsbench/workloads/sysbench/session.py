@@ -54,9 +54,9 @@ def one_mode(cards: list[str]) -> Callable[[], list[str]]:
 class SysbenchSession(MixSession):
     """A user of one sysbench mode on one connection (autocommit; BEGIN/COMMIT sent as statements)."""
 
-    # Slots, because the generic session's own attributes fill an instance's shared-key
-    # dict (CPython keeps at most 30 keys shared): the ones a transaction reads here stay
-    # a fixed offset away instead of a dict lookup each
+    # Slots, because the generic session's own attributes fill an instance dict past the
+    # keys CPython 3.11 shares between instances (it becomes a plain dict): the ones a
+    # transaction reads here stay a fixed offset away instead of a dict lookup each
     __slots__ = ("opts", "plan", "mode", "tables", "table_size", "rand", "sql", "client", "slice_len", "slice_no",
                  "next_client_id", "totals", "runner", "begin", "commit", "rollback", "steps")
 
