@@ -28,12 +28,14 @@ from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.meta import STATE_COMPLETE, require_complete
 from tpsbench.core.session import RunContext, Session
 from tpsbench.core.target import Target
+from tpsbench.core.transactions import TransactionTable
 from tpsbench.core.workload import Check, LoadParams, LoadTask, Option, Workload
 from tpsbench.workloads.custom import bounds, confine, prepare, spec
 from tpsbench.workloads.custom.generators import drawer
 from tpsbench.workloads.custom.readonly import read_only
 from tpsbench.workloads.custom.session import CustomSession
 from tpsbench.workloads.custom.spec import FileProblems, Spec
+from tpsbench.workloads.custom.transactions import table_of
 
 #: rows per generated batch and load task: a few MB of text, one commit each
 CHUNK_ROWS = 50_000
@@ -66,6 +68,8 @@ class CustomWorkload(Workload):
 
     def __init__(self) -> None:
         self.spec: Spec | None = None
+        #: the file's transactions, a table built when it is read (transactions.py)
+        self.table: TransactionTable[Any] | None = None
         self.transaction_names: tuple[str, ...] = ()
         #: the target's dialect, once verify_schema has seen it (checks and counters pick their SQL by it)
         self.dialect = ""
@@ -83,7 +87,8 @@ class CustomWorkload(Workload):
             raise TpsbenchError("custom needs --file FILE: a TOML file of your tables and transactions "
                                 "(docs/custom-workloads.md)")
         self.spec = spec.load(path)
-        self.transaction_names = tuple(t.name for t in self.spec.transactions)
+        self.table = table_of(self.spec)
+        self.transaction_names = self.table.names
 
     def need_spec(self) -> Spec:
         if self.spec is None:
@@ -208,7 +213,7 @@ class CustomWorkload(Workload):
         missing = [key for key, _, _ in found.queries(target.dialect) if key not in self.queried]
         if missing:
             raise TpsbenchError(f"custom: the query parameters {', '.join(missing)} were not read (prepare_run)")
-        return CustomSession(ctx, user_id, users, conn, target, found, self.queried)
+        return CustomSession(ctx, user_id, users, conn, target, found, self.queried, self.table)
 
     def database_counts(self, conn: Any) -> dict[str, int]:
         """The file's counters (one number each), for the honesty check."""

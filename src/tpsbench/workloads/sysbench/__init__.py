@@ -35,7 +35,6 @@ from tpsbench.workloads.sysbench.common import table_ddl, table_names
 from tpsbench.workloads.sysbench.modes import (
     BUILD_OPTIONS,
     DEFAULT_TABLE_SIZE,
-    MODES,
     RUN_OPTIONS,
     SysbenchOptions,
     parse_options,
@@ -48,6 +47,7 @@ from tpsbench.workloads.sysbench.rand import (
     draw_many,
 )
 from tpsbench.workloads.sysbench.session import SysbenchSession
+from tpsbench.workloads.sysbench.transactions import TABLE
 
 #: rows per generated batch: a few MB of text, one commit each
 CHUNK_ROWS = 50_000
@@ -75,7 +75,7 @@ class SysbenchWorkload(Workload):
         self.options = SysbenchOptions()
         self.raw_options: dict[str, str] = {}
         #: every mode until configure() picks one: a run has a single transaction type
-        self.transaction_names: tuple[str, ...] = MODES
+        self.transaction_names: tuple[str, ...] = TABLE.names
 
     # -- configuration ------------------------------------------------------------------
     def configure(self, options: Mapping[str, Any]) -> None:

@@ -1,9 +1,12 @@
-"""One sysbench virtual user: the statements of its mode, drawn and sent like sysbench's thread.
+"""One sysbench virtual user: the per-user state its mode's transaction draws and sends with.
 
 Every transaction is the mode's name (a sysbench run has one script, so one transaction
-type). :meth:`SysbenchSession.inputs` draws everything a transaction needs up front (table
-numbers, ids, k values and strings), so that a retry after a deadlock sends the same
-statements again; :meth:`SysbenchSession.transaction` only sends them.
+type): the session deals it from the core deck (tpsbench.core.transactions) and runs it
+by its table entry, transactions.py, whose inputs draw everything up front (table
+numbers, ids, k values and strings) so that a retry after a deadlock sends the same
+statements again. What is this user's alone is here: its random stream, its slice of k
+values, its ids for oltp_insert where the table has no auto-increment, its counting
+cursor and its statement counts.
 
 sysbench's summary splits queries into read/write/other. The session counts the same way,
 statement by statement, from what the server answered (the target's counting cursor,
@@ -19,12 +22,13 @@ Think and keying times are 0: sysbench users never wait between events.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any
 
 from tpsbench.core.cursor import KINDS, CountingCursor, Statement
-from tpsbench.core.session import RunContext, Session
-from tpsbench.core.target import Target, error_codes
+from tpsbench.core.mix_session import MixSession
+from tpsbench.core.session import RunContext
+from tpsbench.core.target import Target
 from tpsbench.workloads.sysbench.common import SqlSet, sql_set
 from tpsbench.workloads.sysbench.modes import (
     DEFAULT_TABLE_SIZE,
@@ -34,22 +38,32 @@ from tpsbench.workloads.sysbench.modes import (
     statement_mix,
 )
 from tpsbench.workloads.sysbench.rand import SbRand
+from tpsbench.workloads.sysbench.transactions import DRAWERS, MODE_TABLES, Drawer
 
-#: unique key violations: sysbench's pgsql driver ignores 23505 and restarts the event
-DUPLICATE_SQLSTATES = frozenset({"23505"})
-DUPLICATE_CODES = frozenset({1062, 2627, 2601})
-
-#: appends one statement group's statements: (out, the group's SQL per table, count)
-Drawer = Callable[[list[Statement], tuple[str, ...], int], None]
+#: cards dealt per deal of a one-card deck: a run's one mode, dealt without a call per transaction
+ONE_MODE_RUN = 4096
 
 
-class SysbenchSession(Session):
+def one_mode(cards: list[str]) -> Callable[[], list[str]]:
+    """The deck's shuffle for a run of one mode (tpsbench.core.transactions.Shuffle): there
+    is nothing to shuffle, so each deal is a long run of the one card."""
+    run = cards * ONE_MODE_RUN
+    return lambda: run
+
+
+class SysbenchSession(MixSession):
     """A user of one sysbench mode on one connection (autocommit; BEGIN/COMMIT sent as statements)."""
+
+    # Slots, because the generic session's own attributes fill an instance dict past the
+    # keys CPython 3.11 shares between instances (it becomes a plain dict): the ones a
+    # transaction reads here stay a fixed offset away instead of a dict lookup each
+    __slots__ = ("opts", "plan", "mode", "tables", "table_size", "rand", "sql", "client", "slice_len", "slice_no",
+                 "next_client_id", "totals", "runner", "begin", "commit", "rollback", "steps")
 
     def __init__(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target,
                  options: SysbenchOptions | None = None) -> None:
-        super().__init__(ctx, user_id, users, conn, target)
         opts = options if options is not None else parse_options(ctx.options)
+        super().__init__(ctx, user_id, users, conn, target, MODE_TABLES[opts.mode])
         self.opts = opts
         self.plan = mode_plan(opts)
         self.mode = opts.mode
@@ -73,10 +87,14 @@ class SysbenchSession(Session):
         self.begin: Statement = (self.sql.begin, ())
         self.commit: Statement = (self.sql.commit, ())
         self.rollback: Statement = (self.sql.rollback, ())
-        self.steps = self._steps()
+        #: the plan's groups as (drawer, SQL per table, count), in the plan's order
+        self.steps: tuple[tuple[Drawer, tuple[str, ...], int], ...] = tuple(
+            (DRAWERS[group], self.sql.by_group.get(group, ()), count) for group, count in self.plan.groups)
+        self.deal(one_mode, {self.mode: 1})
         #: the modes of one statement per transaction (point select, the single updates,
-        #: insert, delete, the random selects): run without a generator (Session.one_statement)
-        self.one_statement = sum(statement_mix(opts).values()) == 1
+        #: insert, delete, the random selects): sent as that statement's call, without a
+        #: generator (Session.one_statement)
+        self.use_calls(sum(statement_mix(opts).values()) == 1)
         self.rebind(conn)
 
     @property
@@ -92,130 +110,11 @@ class SysbenchSession(Session):
             self.runner.close()
         self.conn = conn
         self.target.set_autocommit(conn)  # BEGIN and COMMIT are statements of their own, as sysbench sends them
-        self.runner = self.transaction_cursor = self.target.counting_cursor(conn, self.client)  # type: ignore[assignment]  # a CountingCursor is the Cursor Session declares
+        self.runner = self.target.counting_cursor(conn, self.client)
+        self.use_cursor(self.runner)
 
-    def next_transaction(self) -> str:
-        return self.mode
-
-    def inputs(self, name: str) -> list[Statement]:
-        """Every statement of one transaction with its parameters, drawn as sysbench draws
-        them, BEGIN and COMMIT included where the mode has them."""
-        out: list[Statement] = [self.begin] if self.plan.transactional else []
-        for draw, texts, count in self.steps:
-            draw(out, texts, count)
-        if self.plan.transactional:
-            out.append(self.commit)
-        return out
-
-    # -- one drawer per statement group: (out, the group's SQL per table, count) ---------
-    # Looked up once per session (see _steps) rather than by comparing group names per
-    # transaction; each appends its statements in sysbench's order, drawing in its order.
-    def _by_id(self, out: list[Statement], texts: tuple[str, ...], count: int) -> None:
-        sql, default, size = texts[self.rand.uniform(1, self.tables)], self.rand.default, self.table_size
-        for _ in range(count):
-            out.append((sql, (default(1, size),)))
-
-    def _ranges(self, out: list[Statement], texts: tuple[str, ...], count: int) -> None:
-        sql, default, size = texts[self.rand.uniform(1, self.tables)], self.rand.default, self.table_size
-        span = self.opts.range_size - 1
-        for _ in range(count):
-            low = default(1, size)
-            out.append((sql, (low, low + span)))
-
-    def _non_index_updates(self, out: list[Statement], texts: tuple[str, ...], count: int) -> None:
-        rnd = self.rand
-        sql = texts[rnd.uniform(1, self.tables)]
-        for _ in range(count):
-            out.append((sql, (rnd.digit_groups(10), rnd.default(1, self.table_size))))
-
-    def _delete_inserts(self, out: list[Statement], texts: tuple[str, ...], count: int) -> None:
-        rnd, size = self.rand, self.table_size
-        t = rnd.uniform(1, self.tables)
-        delete, insert = self.sql.by_group["deletes"][t], self.sql.by_group["inserts"][t]
-        for _ in range(count):
-            ident, k = rnd.default(1, size), rnd.default(1, size)
-            out.append((delete, (ident,)))
-            out.append((insert, (ident, k, rnd.digit_groups(10), rnd.digit_groups(5))))
-
-    def _insert_auto(self, out: list[Statement], texts: tuple[str, ...], count: int) -> None:
-        rnd = self.rand
-        sql = texts[rnd.uniform(1, self.tables)]
-        values: tuple[int | str, ...] = (rnd.default(1, self.table_size), rnd.digit_groups(10), rnd.digit_groups(5))
-        if self.sql.client_ids:
-            values = (self.next_client_id, *values)
-            self.next_client_id -= self.users
-        out.append((sql, values))
-
-    def _random_points(self, out: list[Statement], texts: tuple[str, ...], count: int) -> None:
-        low, high = self._slice()
-        default = self.rand.default
-        out.append((self.sql.random_points, tuple(default(low, high) for _ in range(self.opts.random_points))))
-
-    def _random_ranges(self, out: list[Statement], texts: tuple[str, ...], count: int) -> None:
-        low, high = self._slice()
-        params: list[int] = []
-        for _ in range(self.opts.number_of_ranges):
-            value = self.rand.default(low, high)
-            params += (value, value + self.opts.delta)
-        out.append((self.sql.random_ranges, tuple(params)))
-
-    def _steps(self) -> tuple[tuple[Drawer, tuple[str, ...], int], ...]:
-        """The plan's groups as (drawer, SQL per table, count), in the plan's order."""
-        drawers = {"point_selects": self._by_id, "index_updates": self._by_id, "deletes": self._by_id,
-                   "simple_ranges": self._ranges, "sum_ranges": self._ranges, "order_ranges": self._ranges,
-                   "distinct_ranges": self._ranges, "non_index_updates": self._non_index_updates,
-                   "delete_inserts": self._delete_inserts, "insert_auto": self._insert_auto,
-                   "random_points": self._random_points, "random_ranges": self._random_ranges}
-        return tuple((drawers[group], self.sql.by_group.get(group, ()), count) for group, count in self.plan.groups)
-
-    def transaction(self, name: str, inputs: object) -> Generator[Statement, None, bool]:
-        """The transaction's statements, each counted by its kind once it has run; False
-        when a duplicate key ended it (sysbench ignores those).
-
-        A DELETE that raced another user's DELETE of the same id finds no row, and the
-        INSERT that follows it then collides with the other user's INSERT: sysbench's
-        pgsql driver counts that as an ignored error and starts a new event, so this
-        rolls back and reports an expected rollback rather than an error.
-        """
-        runner, totals = self.runner, self.totals
-        assert runner is not None
-        try:
-            for statement in inputs:  # type: ignore[attr-defined]  # inputs() gave the statements, a tuple
-                yield statement
-                totals[runner.kind] += 1
-        except Exception as exc:
-            if self.plan.transactional:
-                try:
-                    yield self.rollback
-                    totals[runner.kind] += 1
-                except Exception:  # noqa: BLE001 - the connection may be gone; the engine reconnects
-                    pass
-            if self._is_duplicate(exc):
-                return False
-            raise
-        return True
-
-    def call(self, name: str, inputs: object) -> Statement:
-        return inputs[0]  # type: ignore[index]  # inputs() gave the statements, a tuple
-
-    def answered(self, name: str, inputs: object, error: Exception | None) -> bool:
-        """The statement counted by its kind once it has run; False for a duplicate key,
-        as :meth:`transaction` does."""
-        if error is None:
-            self.totals[self.runner.kind] += 1  # type: ignore[union-attr]  # opened: rebind() set the runner
-            return True
-        if self._is_duplicate(error):
-            return False
-        raise error
-
-    # -- helpers ------------------------------------------------------------------------
-    def _slice(self) -> tuple[int, int]:
+    # -- per-user state -----------------------------------------------------------------
+    def k_slice(self) -> tuple[int, int]:
         """This user's [low, high] of k values (sysbench truncates its float bounds to integers)."""
         low = self.slice_len * self.slice_no
         return int(low), int(low + self.slice_len)
-
-    def _is_duplicate(self, exc: BaseException) -> bool:
-        state, code = error_codes(exc)
-        if state in DUPLICATE_SQLSTATES or code in DUPLICATE_CODES:
-            return True
-        return type(exc).__name__ == "IntegrityError" and "UNIQUE" in str(exc)

@@ -21,10 +21,11 @@ from tpsbench.core.session import RunContext, Session
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Option, Workload
 from tpsbench.workloads.custom import CustomWorkload
+from tpsbench.workloads.custom.transactions import table_of
 from tpsbench.workloads.replay.tables import refuse_missing
 from tpsbench.workloads.replay.trace import read_trace
 from tpsbench.workloads.tracemix.mix import Mix, mix_of
-from tpsbench.workloads.tracemix.session import MixSession
+from tpsbench.workloads.tracemix.session import SampledInputs, TraceMixSession
 
 TRACE = Option("file", "", "The trace file (tpsbench capture) whose summary's statements and weights, and a"
                            " sample of each statement's captured values, make the mix: docs/replay.md.")
@@ -55,7 +56,8 @@ class TraceMixWorkload(CustomWorkload):
         self.source_dialect = trace.dialect
         self.mix = mix_of(path, trace)
         self.spec = self.mix.spec
-        self.transaction_names = tuple(t.name for t in self.spec.transactions)
+        self.table = table_of(self.spec, SampledInputs)
+        self.transaction_names = self.table.names
 
     def verify_schema(self, target: Target) -> dict[str, str]:
         """The trace's kind of database and every table it uses, on the target as it is."""
@@ -80,8 +82,8 @@ class TraceMixWorkload(CustomWorkload):
                 f"sampled captured executions{gone}")
 
     def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
-        assert self.mix is not None, "configure made the mix"
-        return MixSession(ctx, user_id, users, conn, target, self.need_spec(), self.mix.samples)
+        assert self.mix is not None and self.table is not None, "configure made the mix and its table"
+        return TraceMixSession(ctx, user_id, users, conn, target, self.need_spec(), self.mix.samples, self.table)
 
 
 WORKLOAD = TraceMixWorkload
