@@ -30,10 +30,11 @@ procedures keeps its connection in autocommit mode on the fast cursor too (Link'
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from dataclasses import fields, is_dataclass, replace
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from tpsbench.core.sql import SqlDialect, marked, money_binder
 from tpsbench.core.sql import counted as core_counted
@@ -44,33 +45,21 @@ MAX_TRADES = 20
 CENT = Decimal("0.01")
 
 
-class Statements:
-    """The statement table of one dialect and marker: one attribute per statement
-    (attributes ending in ``_k`` are tuples indexed by a count, index 0 unused)."""
-
-    def __init__(self, d: SqlDialect, texts: dict[str, Any]) -> None:
-        self.dialect = d
-        #: how a Decimal amount is bound: as it is, or as a double where SQLite keeps one
-        self.money: Callable[[Decimal], object] = money_binder(d)
-        self.__dict__.update(texts)
-
-    def __getattr__(self, name: str) -> Any:
-        """Only for the type checker: every statement is an instance attribute."""
-        raise AttributeError(name)
+S = TypeVar("S")
 
 
-def build(d: SqlDialect, mark: str, parts: Iterable[Callable[[SqlDialect], dict[str, Any]]]) -> Statements:
-    """Every part's statements for ``d``, with ``?`` replaced by the driver's ``mark``."""
+def prepared(texts: S, mark: str) -> S:
+    """A transaction's statements (a dataclass of statements, tuples of them or such
+    dataclasses) for the driver's ``mark``: every text marked as core.sql.marked does."""
     if mark not in ("?", "%s"):
         raise ValueError(f"unsupported parameter marker {mark!r}")
-    texts: dict[str, Any] = {}
-    for part in parts:
-        made = part(d)
-        clash = set(made) & set(texts)
-        if clash:
-            raise ValueError(f"two statements are called {', '.join(sorted(clash))}")
-        texts.update({name: marked(text, mark) for name, text in made.items()})
-    return Statements(d, texts)
+    if mark == "?":
+        return texts
+    return replace(texts, **{f.name: _marked(getattr(texts, f.name), mark) for f in fields(texts)})  # type: ignore[type-var]  # texts is a dataclass instance
+
+
+def _marked(value: Any, mark: str) -> Any:
+    return prepared(value, mark) if is_dataclass(value) else marked(value, mark)
 
 
 def counted(make: Callable[[int], str], most: int = MAX_TRADES) -> tuple[str | None, ...]:
@@ -127,6 +116,11 @@ class Link:
     def __init__(self, target: Target, conn: Any, autocommit: bool = False) -> None:
         fast = target.fast_cursor(conn)
         d = target.sql
+        #: how a Decimal amount is bound: as it is, or as a double where SQLite keeps one
+        self.money: Callable[[Decimal], object] = money_binder(d)
+        #: how a stored procedure answers: result sets, lists as JSON (MySQL's procedures end
+        #: their own transactions); else one row, lists as arrays (PostgreSQL's functions)
+        self.result_sets = d.routines_end_transactions
         self.cur: Any
         if fast is not None and not autocommit:
             self.cur = fast

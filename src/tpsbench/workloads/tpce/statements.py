@@ -33,7 +33,7 @@ from tpsbench.workloads.tpce import (
     trade_status,
     trade_update,
 )
-from tpsbench.workloads.tpce.sql import Link, Statements, build
+from tpsbench.workloads.tpce.sql import Link, build
 
 PARTS = (broker_volume, customer_position, data_maintenance, market_feed, market_watch, procedures, security_detail,
          trade_lookup, trade_order, trade_result, trade_status, trade_update)

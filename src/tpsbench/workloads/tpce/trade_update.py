@@ -16,42 +16,52 @@ the frame's remaining reads run as Trade-Lookup's (trade_lookup.details).
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from tpsbench.core.sql import SqlDialect
 from tpsbench.workloads.tpce import trade_lookup
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import Link, Statements
-from tpsbench.workloads.tpce.trade_lookup import TradeLookupInputs, TradeLookupOutput
+from tpsbench.workloads.tpce.sql import Link
+from tpsbench.workloads.tpce.trade_lookup import TradeLookupInputs, TradeLookupOutput, TradeLookupSql
 
 #: frames 1-3 by percentage (cumulative)
 FRAME_BOUNDS = (33, 66, 100)
 CASH_TYPES = {"Cash Account": "Cash", "Cash": "Cash Account", "Margin Account": "Margin", "Margin": "Margin Account"}
 
 
-def statements(d: SqlDialect) -> dict[str, Any]:
-    return {
-        "tu_exec_name": "UPDATE trade SET t_exec_name = ? WHERE t_id = ?",
-        "tu_cash_type": "UPDATE settlement SET se_cash_type = ? WHERE se_t_id = ?",
-        "tu_cash_name": "UPDATE cash_transaction SET ct_name = ? WHERE ct_t_id = ?",
-    }
+@dataclass(frozen=True, slots=True)
+class TradeUpdateSql:
+    tu_exec_name: str
+    tu_cash_type: str
+    tu_cash_name: str
+    #: Trade-Lookup's statements, which each frame reads with, and its routine's call
+    lookup: TradeLookupSql
+
+
+def statements(d: SqlDialect) -> TradeUpdateSql:
+    return TradeUpdateSql(
+        tu_exec_name="UPDATE trade SET t_exec_name = ? WHERE t_id = ?",
+        tu_cash_type="UPDATE settlement SET se_cash_type = ? WHERE se_t_id = ?",
+        tu_cash_name="UPDATE cash_transaction SET ct_name = ? WHERE ct_t_id = ?",
+        lookup=trade_lookup.statements(d),
+    )
 
 
 def inputs(draw: Draws) -> TradeLookupInputs:
     return trade_lookup.inputs(draw, FRAME_BOUNDS)
 
 
-def execute(link: Link, s: Statements, inp: TradeLookupInputs) -> TradeLookupOutput:
+def execute(link: Link, s: TradeUpdateSql, inp: TradeLookupInputs) -> TradeLookupOutput:
     """The frame and its updates on ``link``, the transaction left open for the caller."""
     cur = link.cur
     link.begin()
-    out = TradeLookupOutput(inp.frame, trade_lookup.trades(cur, s, inp))
+    out = TradeLookupOutput(inp.frame, trade_lookup.trades(cur, s.lookup, inp))
     if inp.frame == 1:
         for t_id, _, exec_name, *_ in sorted(out.trades):
             cur.execute(s.tu_exec_name, (toggled_name(exec_name), t_id))
-        trade_lookup.details(cur, s, out)
+        trade_lookup.details(cur, s.lookup, out)
         return out
-    trade_lookup.details(cur, s, out)
+    trade_lookup.details(cur, s.lookup, out)
     if inp.frame == 2:
         for t_id in sorted(out.settlements):
             cash_type = out.settlements[t_id][2]
@@ -74,3 +84,12 @@ def toggled_shares(name: str) -> str:
     if " shares of " in name:
         return name.replace(" shares of ", " Shares of ")
     return name.replace(" Shares of ", " shares of ")
+
+
+def call(link: Link, s: TradeUpdateSql, inp: TradeLookupInputs) -> tuple[str, tuple]:
+    """The whole transaction as one call of tpce_trade_lookup, asked to change what it reads."""
+    return trade_lookup.call(link, s.lookup, inp, 1)
+
+
+def answer(link: Link, s: TradeUpdateSql, inp: TradeLookupInputs) -> TradeLookupOutput:
+    return trade_lookup.answer(link, s.lookup, inp)
