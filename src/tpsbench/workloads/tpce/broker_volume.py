@@ -9,10 +9,14 @@ database has brokers (10 per load unit), which is how EGen caps it too.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tpsbench.core.sql import SqlDialect
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import Link, counted, marks
+from tpsbench.workloads.tpce.sql import counted, marks
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.statements import FramesSession
 
 #: EGen's broker list lengths
 MIN_BROKERS, MAX_BROKERS = 20, 40
@@ -47,8 +51,15 @@ def inputs(draw: Draws) -> BrokerVolumeInputs:
     return BrokerVolumeInputs(draw.rng.sample(brokers, n), draw.pick(draw.world.sectors))
 
 
-def execute(link: Link, s: BrokerVolumeSql, inp: BrokerVolumeInputs) -> list[tuple[str, object]]:
+
+def drawn(user: FramesSession) -> BrokerVolumeInputs:
+    """The inputs from the user's draws."""
+    return inputs(user.draw)
+
+
+def run(user: FramesSession, inp: BrokerVolumeInputs) -> list[tuple[str, object]]:
     """(broker name, pending volume) of the brokers that have any, largest first."""
+    link, s = user.link, user.sql.broker_volume
     cur = link.cur
     cur.execute(s.bv_volume_k[len(inp.brokers)], [*inp.brokers, inp.sector])
     return [(row[0], row[1]) for row in cur.fetchall()]

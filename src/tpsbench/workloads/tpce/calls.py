@@ -14,13 +14,23 @@ parameters: its procedures read them with JSON_EXTRACT and JSON_TABLE).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tpsbench.core.procedures import call_statement
 from tpsbench.core.sql import SqlDialect
+from tpsbench.core.target import error_codes, error_message
 from tpsbench.workloads.tpce.sql import Link, stamp
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.statements import FramesSession
+
+I = TypeVar("I")  # noqa: E741 - a transaction's inputs
+
+#: how a routine refuses where the frames raise LookupError: PostgreSQL's RAISE EXCEPTION
+#: (SQLSTATE P0001), MySQL's SIGNAL SQLSTATE '45000' (error 1644)
+REFUSED_SQLSTATE, REFUSED_CODE = "P0001", 1644
 
 #: one part of an answer: the columns of the PostgreSQL function's row that hold it, and
 #: whether it has many rows (an array per column) or one (a value per column)
@@ -65,3 +75,23 @@ def parts(link: Link, wanted: Sequence[Part], drain: bool) -> list[list[tuple]]:
     while drain and step():
         pass
     return found
+
+
+def answered(user: FramesSession, inp: I, error: Exception | None,
+             decode: Callable[[FramesSession, I], object]) -> bool:
+    """After a call: its output decoded from the answer and kept as the session's last
+    (True), or False where ``decode`` finds the requested rollback (MySQL's Trade-Order
+    procedure rolls back itself and answers NULLs). A routine's own refusal (a row
+    missing, an executor not permitted) is raised as the LookupError the frames raise;
+    other failures as the driver raised them. Either way the server or the procedure has
+    rolled back already."""
+    if error is not None:
+        state, code = error_codes(error)
+        if state == REFUSED_SQLSTATE or code == REFUSED_CODE:
+            raise LookupError(error_message(error)) from error
+        raise error
+    output = decode(user, inp)
+    if output is None:
+        return False
+    user.last_output = output
+    return True

@@ -11,11 +11,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tpsbench.core.sql import SqlDialect
 from tpsbench.workloads.tpce import calls
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import Link, limit, top
+from tpsbench.workloads.tpce.sql import limit, top
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.statements import FramesSession
 
 CUSTOMER_COLUMNS = (
     "c_id, c_st_id, c_l_name, c_f_name, c_m_name, c_gndr, c_tier, c_dob, c_ad_id, c_ctry_1, c_area_1, c_local_1,"
@@ -80,7 +84,14 @@ def inputs(draw: Draws) -> CustomerPositionInputs:
                                   draw.percent() <= 50, draw.rng.randrange(MAX_ACCOUNTS))
 
 
-def execute(link: Link, s: CustomerPositionSql, inp: CustomerPositionInputs) -> CustomerPositionOutput:
+
+def drawn(user: FramesSession) -> CustomerPositionInputs:
+    """The inputs from the user's draws."""
+    return inputs(user.draw)
+
+
+def run(user: FramesSession, inp: CustomerPositionInputs) -> CustomerPositionOutput:
+    link, s = user.link, user.sql.customer_position
     cur = link.cur
     # -- frame 1 ------------------------------------------------------------------------
     by_tax = inp.cust_id == 0
@@ -98,12 +109,18 @@ def execute(link: Link, s: CustomerPositionSql, inp: CustomerPositionInputs) -> 
     return CustomerPositionOutput(tuple(customer), accounts, history)
 
 
-def call(link: Link, s: CustomerPositionSql, inp: CustomerPositionInputs) -> tuple[str, tuple]:
+def call(user: FramesSession, inp: CustomerPositionInputs) -> tuple[str, tuple]:
     """The whole transaction as one call of tpce_customer_position (procedures.py)."""
+    s = user.sql.customer_position
     return s.call, (inp.cust_id, inp.tax_id, int(inp.get_history), inp.acct_index)
 
 
-def answer(link: Link, s: CustomerPositionSql, inp: CustomerPositionInputs) -> CustomerPositionOutput:
+def answer(user: FramesSession, inp: CustomerPositionInputs, error: Exception | None) -> bool:
+    return calls.answered(user, inp, error, decoded)
+
+
+def decoded(user: FramesSession, inp: CustomerPositionInputs) -> CustomerPositionOutput:
+    link = user.link
     parts: tuple[calls.Part, ...] = ((range(23), False), (range(23, 26), True), (range(26, 31), True))
     customer, accounts, history = calls.parts(link, parts, True)
     return CustomerPositionOutput(customer[0], accounts, history)

@@ -20,11 +20,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from tpsbench.core.sql import SqlDialect, concat
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import Link, as_text, day, stamp
+from tpsbench.workloads.tpce.sql import as_text, day, stamp
 from tpsbench.workloads.tpce.universe import Universe, as_day
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.statements import FramesSession
 
 TABLES = ("account_permission", "address", "company", "customer", "customer_taxrate", "daily_market", "exchange",
           "financial", "news_item", "security", "taxrate", "watch_item")
@@ -108,8 +112,15 @@ def inputs(draw: Draws, turn: int) -> DataMaintenanceInputs:
         draw.symbol(), day(draw.market_day()), draw.rng.randint(1, 10), draw.pick(world.tax_ids))
 
 
-def execute(link: Link, s: DataMaintenanceSql, inp: DataMaintenanceInputs, world: Universe) -> int:
-    """The change on ``link``, its transaction left open; the rows it updated."""
+
+def drawn(user: FramesSession) -> DataMaintenanceInputs:
+    """The inputs of the session's next turn."""
+    return inputs(user.draw, user.next_turn())
+
+
+def run(user: FramesSession, inp: DataMaintenanceInputs) -> int:
+    """The change, its transaction left open; the rows it updated."""
+    link, s, world = user.link, user.sql.data_maintenance, user.world
     cur, table = link.cur, inp.table
     link.begin()
     simple = {"account_permission": (s.dm_account_permission, (inp.acct_id,)),

@@ -23,11 +23,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpsbench.core.sql import SqlDialect, to_decimal
 from tpsbench.workloads.tpce import calls
-from tpsbench.workloads.tpce.sql import MAX_TRADES, Link, as_text, counted, marks, stamp
+from tpsbench.workloads.tpce.sql import MAX_TRADES, as_text, counted, marks, stamp
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.statements import FramesSession
 
 #: ticker entries per feed
 FEED_ENTRIES = 20
@@ -86,9 +89,18 @@ def statements(d: SqlDialect) -> MarketFeedSql:
     )
 
 
-def execute(link: Link, s: MarketFeedSql, inp: MarketFeedInputs) -> list[Triggered]:
+
+def dispatched(user: FramesSession) -> MarketFeedInputs:
+    """The inputs of the exchange's work the session runs: its ticker entries."""
+    work = user.work
+    assert work is not None, "a Market-Feed is the exchange's work"
+    return MarketFeedInputs(work.entries)
+
+
+def run(user: FramesSession, inp: MarketFeedInputs) -> list[Triggered]:
     """The feed on ``link``, its transaction left open for the caller to commit; the
     limit orders it triggered."""
+    link, s = user.link, user.sql.market_feed
     cur, money = link.cur, link.money
     ordered = per_symbol(inp.entries)
     now = stamp(datetime.now(UTC))
@@ -134,15 +146,21 @@ def triggered(rows: Iterable[Sequence[Any]]) -> list[Triggered]:
             for t_id, symb, qty, bid, tt in rows]
 
 
-def call(link: Link, s: MarketFeedSql, inp: MarketFeedInputs) -> tuple[str, tuple]:
+def call(user: FramesSession, inp: MarketFeedInputs) -> tuple[str, tuple]:
     """The whole transaction as one call of tpce_market_feed (procedures.py): per symbol,
     in symbol order as the frame has them, its last price, its volume, its lowest and its
     highest price, one list each."""
+    link, s = user.link, user.sql.market_feed
     ordered = per_symbol(inp.entries)
     columns = zip(*(values for _, values in ordered))
     return s.call, (calls.as_list(link, [symbol for symbol, _ in ordered]),
                     *(calls.as_list(link, c) for c in columns), calls.now())
 
 
-def answer(link: Link, s: MarketFeedSql, inp: MarketFeedInputs) -> list[Triggered]:
+def answer(user: FramesSession, inp: MarketFeedInputs, error: Exception | None) -> bool:
+    return calls.answered(user, inp, error, decoded)
+
+
+def decoded(user: FramesSession, inp: MarketFeedInputs) -> list[Triggered]:
+    link = user.link
     return triggered(calls.parts(link, ((range(5), True),), False)[0])

@@ -11,10 +11,14 @@ neither sum.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tpsbench.core.sql import SqlDialect, to_decimal
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import Link, day
+from tpsbench.workloads.tpce.sql import day
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.statements import FramesSession
 
 #: the three kinds of list, and their share in per cent
 WATCH_LIST, INDUSTRY, HOLDINGS = 0, 1, 2
@@ -68,8 +72,15 @@ def inputs(draw: Draws) -> MarketWatchInputs:
     return MarketWatchInputs(HOLDINGS, draw.account(), 0, 0, start)
 
 
-def execute(link: Link, s: MarketWatchSql, inp: MarketWatchInputs) -> float:
+
+def drawn(user: FramesSession) -> MarketWatchInputs:
+    """The inputs from the user's draws."""
+    return inputs(user.draw)
+
+
+def run(user: FramesSession, inp: MarketWatchInputs) -> float:
     """The capitalisation-weighted change of the list since the start day, in per cent."""
+    link, s = user.link, user.sql.market_watch
     cur = link.cur
     if inp.kind == INDUSTRY:
         params: tuple = (inp.key, inp.first_co_id, inp.last_co_id, inp.start_day)

@@ -10,11 +10,15 @@ LOB) in 1% of the calls and without it otherwise.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tpsbench.core.sql import SqlDialect
 from tpsbench.workloads.tpce import calls
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import Link, counted, day, limit, top
+from tpsbench.workloads.tpce.sql import counted, day, limit, top
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.statements import FramesSession
 
 MIN_DAYS, MAX_DAYS = 5, 20
 COMPETITORS, QUARTERS, NEWS = 3, 20, 2
@@ -90,7 +94,14 @@ def inputs(draw: Draws) -> SecurityDetailInputs:
     return SecurityDetailInputs(draw.symbol(), max_rows, day(draw.market_day(max_rows)), draw.percent() == 1)
 
 
-def execute(link: Link, s: SecurityDetailSql, inp: SecurityDetailInputs) -> SecurityDetailOutput:
+
+def drawn(user: FramesSession) -> SecurityDetailInputs:
+    """The inputs from the user's draws."""
+    return inputs(user.draw)
+
+
+def run(user: FramesSession, inp: SecurityDetailInputs) -> SecurityDetailOutput:
+    link, s = user.link, user.sql.security_detail
     cur = link.cur
     cur.execute(s.sd_security, (inp.symbol,))
     security = cur.fetchone()
@@ -109,14 +120,20 @@ def execute(link: Link, s: SecurityDetailSql, inp: SecurityDetailInputs) -> Secu
     return SecurityDetailOutput(tuple(security), out[0], out[1], out[2], last_trade, news)
 
 
-def call(link: Link, s: SecurityDetailSql, inp: SecurityDetailInputs) -> tuple[str, tuple]:
+def call(user: FramesSession, inp: SecurityDetailInputs) -> tuple[str, tuple]:
     """The whole transaction as one call of tpce_security_detail (procedures.py)."""
+    s = user.sql.security_detail
     return s.call, (inp.symbol, inp.max_rows, inp.start_day, int(inp.access_lob))
 
 
-def answer(link: Link, s: SecurityDetailSql, inp: SecurityDetailInputs) -> SecurityDetailOutput:
+def answer(user: FramesSession, inp: SecurityDetailInputs, error: Exception | None) -> bool:
+    return calls.answered(user, inp, error, decoded)
+
+
+def decoded(user: FramesSession, inp: SecurityDetailInputs) -> SecurityDetailOutput:
     """The security, competitors, financials, days, last trade and news; the news text
     (the first news column) only where the call asked for it."""
+    link = user.link
     news = range(58 if inp.access_lob else 59, 64)
     parts: tuple[calls.Part, ...] = ((range(35), False), (range(35, 37), True), (range(37, 50), True),
                                      (range(50, 55), True), (range(55, 58), False), (news, True))

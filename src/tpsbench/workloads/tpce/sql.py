@@ -34,18 +34,21 @@ from collections.abc import Callable
 from dataclasses import fields, is_dataclass, replace
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tpsbench.core.sql import SqlDialect, marked, money_binder
 from tpsbench.core.sql import counted as core_counted
 from tpsbench.core.target import Target
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 #: the most trade ids one frame looks up or updates (Trade-Lookup and Trade-Update: 20)
 MAX_TRADES = 20
 CENT = Decimal("0.01")
 
 
-S = TypeVar("S")
+S = TypeVar("S", bound="DataclassInstance")
 
 
 def prepared(texts: S, mark: str) -> S:
@@ -55,11 +58,11 @@ def prepared(texts: S, mark: str) -> S:
         raise ValueError(f"unsupported parameter marker {mark!r}")
     if mark == "?":
         return texts
-    return replace(texts, **{f.name: _marked(getattr(texts, f.name), mark) for f in fields(texts)})  # type: ignore[type-var]  # texts is a dataclass instance
+    return replace(texts, **{f.name: _marked(getattr(texts, f.name), mark) for f in fields(texts)})
 
 
 def _marked(value: Any, mark: str) -> Any:
-    return prepared(value, mark) if is_dataclass(value) else marked(value, mark)
+    return prepared(value, mark) if is_dataclass(value) and not isinstance(value, type) else marked(value, mark)
 
 
 def counted(make: Callable[[int], str], most: int = MAX_TRADES) -> tuple[str | None, ...]:

@@ -1,22 +1,28 @@
-"""The statement table of every TPC-E transaction, and the sessions that run them.
+"""The statements of every TPC-E transaction, and the session base that runs them.
 
-Each transaction module writes its own SQL (its ``statements(d)``, procedures.py the
-calls of the stored procedures); this puts them together once per (dialect, marker) and
-process, so that every session of a worker, the market exchange emulator's and
-Data-Maintenance's included, shares one table and nothing is formatted on the hot path.
-:class:`FramesSession` is what those sessions share: the table, the connection's
-:class:`~tpsbench.workloads.tpce.sql.Link`, and one way to run a transaction, as its
-frames ended by a commit or as one call of its stored procedure (run option
-``procedures``).
+Each transaction module writes its own SQL (its ``statements(d)``: a dataclass of its
+statements and, where it has one, its stored procedure's call); :class:`TpceSql` puts
+them together once per (dialect, marker) and process, so that every session of a worker,
+the market exchange emulator's and Data-Maintenance's included, shares one table and
+nothing is formatted on the hot path. A transaction reaches its own statements as
+``user.sql.<its name>``, which a type checker follows.
+
+:class:`FramesSession` is what those sessions share, on the generic mix session
+(tpsbench.core.mix_session) with TPC-E's table (transactions.py): the table of
+statements, the connection's :class:`~tpsbench.workloads.tpce.sql.Link`, the calls of
+the stored procedures where the run option ``procedures`` has them on, and the hand-over
+of a committed transaction's output to the market exchange emulator (mee.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from tpsbench.core.session import RunContext, Session
+from tpsbench.core.mix_session import MixSession
+from tpsbench.core.session import RunContext
 from tpsbench.core.sql import SqlDialect
 from tpsbench.core.target import Target
 from tpsbench.workloads.tpce import (
@@ -33,81 +39,103 @@ from tpsbench.workloads.tpce import (
     trade_status,
     trade_update,
 )
-from tpsbench.workloads.tpce.sql import Link, build
+from tpsbench.workloads.tpce.sql import Link, prepared
+from tpsbench.workloads.tpce.transactions import TABLE
 
-PARTS = (broker_volume, customer_position, data_maintenance, market_feed, market_watch, procedures, security_detail,
-         trade_lookup, trade_order, trade_result, trade_status, trade_update)
-#: each transaction's frames, ``execute(link, statements, inputs)`` (Data-Maintenance's, which take the
-#: universe too, run from its own session)
-FRAMES: dict[str, Callable[..., Any]] = {
-    "broker_volume": broker_volume.execute,
-    "customer_position": customer_position.execute,
-    "market_feed": market_feed.execute,
-    "market_watch": market_watch.execute,
-    "security_detail": security_detail.execute,
-    "trade_lookup": trade_lookup.execute,
-    "trade_order": trade_order.execute,
-    "trade_result": trade_result.execute,
-    "trade_status": trade_status.execute,
-    "trade_update": trade_update.execute,
-}
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.mee import MarketExchange, Work
+    from tpsbench.workloads.tpce.mix import Draws
+    from tpsbench.workloads.tpce.universe import Universe
+
+
+@dataclass(frozen=True)
+class TpceSql:
+    """Every transaction's statements, by the transaction's name (``vars()`` lists them)."""
+
+    broker_volume: broker_volume.BrokerVolumeSql
+    customer_position: customer_position.CustomerPositionSql
+    data_maintenance: data_maintenance.DataMaintenanceSql
+    market_feed: market_feed.MarketFeedSql
+    market_watch: market_watch.MarketWatchSql
+    security_detail: security_detail.SecurityDetailSql
+    trade_lookup: trade_lookup.TradeLookupSql
+    trade_order: trade_order.TradeOrderSql
+    trade_result: trade_result.TradeResultSql
+    trade_status: trade_status.TradeStatusSql
+    trade_update: trade_update.TradeUpdateSql
 
 
 @cache
-def statements(d: SqlDialect, mark: str = "?") -> Statements:
+def statements(d: SqlDialect, mark: str = "?") -> TpceSql:
     """Every transaction's statements for ``d`` with the driver's ``mark``."""
-    return build(d, mark, (part.statements for part in PARTS))
+    return prepared(TpceSql(
+        broker_volume.statements(d), customer_position.statements(d), data_maintenance.statements(d),
+        market_feed.statements(d), market_watch.statements(d), security_detail.statements(d),
+        trade_lookup.statements(d), trade_order.statements(d), trade_result.statements(d),
+        trade_status.statements(d), trade_update.statements(d)), mark)
 
 
-def for_target(target: Target) -> Statements:
+def for_target(target: Target) -> TpceSql:
     return statements(target.sql, target.placeholder())
 
 
-class FramesSession(Session):
+class FramesSession(MixSession):
     """A session whose transactions are frames run on a :class:`Link` (the users', the
     market exchange emulator's and Data-Maintenance's), or calls of their stored
     procedures where the run has them on (procedures.py)."""
 
+    table = TABLE
     #: whether the run option ``procedures`` applies (Data-Maintenance has no procedure)
     sends_calls: ClassVar[bool] = True
+    #: the worker's market exchange emulator, which gets the outputs of committed
+    #: Trade-Orders, Trade-Results and Market-Feeds (None: they go nowhere)
+    exchange: MarketExchange | None = None
+    #: the exchange's work being run (a Trade-Result's or a Market-Feed's inputs come from it)
+    work: Work | None = None
+    #: the database's customers, securities ... and this session's draws over them, for
+    #: the sessions that draw inputs
+    world: Universe
+    draw: Draws
 
     def __init__(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> None:
         super().__init__(ctx, user_id, users, conn, target)
-        self.stmts = for_target(target)
+        self.sql = for_target(target)
         #: the transactions sent as one call each, in autocommit (none: all frames)
-        self.calls = frozenset(procedures.CALLS) if self.sends_calls and procedures.uses_procedures(
-            ctx.options, target) else frozenset()
-        self.link = Link(target, conn, bool(self.calls))
-        #: the last committed transaction's output (tests and debugging look at it)
-        self.last_output: object = None
+        self.use_calls(self.sends_calls and procedures.uses_procedures(ctx.options, target))
+        self._handover: dict[str, Callable[[Any], None]] = {}
+        self.rebind(conn)
+
+    def hand_over(self, exchange: MarketExchange) -> None:
+        """Give ``exchange`` what its transactions commit: orders to execute, executed
+        trades for its ticker, triggered limit orders to execute."""
+        self.exchange = exchange
+        self._handover = {"trade_order": exchange.submit, "trade_result": exchange.completed,
+                          "market_feed": exchange.triggered}
+
+    def execute(self, name: str, inputs: object) -> bool:
+        """Run ``name`` (its frames and a commit, or its one call); False for
+        Trade-Order's requested rollback. A committed output goes to the exchange."""
+        if not super().execute(name, inputs):
+            return False
+        hand = self._handover.get(name)
+        if hand is not None:
+            hand(self.last_output)
+        return True
 
     def perform(self, name: str, inputs: object) -> Any:
-        """``name`` on ``inputs``, committed: one call of its stored procedure where this
-        session sends it so, else its frames (:meth:`run`). Its output; None for
-        Trade-Order's requested rollback, which is undone."""
-        if name not in self.calls:
-            return self.run(FRAMES[name], inputs)
-        output = procedures.call(self.link.cur, self.stmts, name, inputs)
-        if output is not None:
-            self.last_output = output
-        return output
+        """``name`` on ``inputs``, committed: its output; None for Trade-Order's requested
+        rollback, which is undone."""
+        return self.last_output if self.execute(name, inputs) else None
 
-    def run(self, frames: Callable[..., Any], *args: Any) -> Any:
-        """``frames(link, statements, *args)``, then commit; an output of None (Trade-Order's
-        requested rollback) rolls back instead, and so does a failure, which is raised."""
-        link = self.link
-        try:
-            output = frames(link, self.stmts, *args)
-            if output is None:
-                link.rollback()
-                return None
-            link.commit()
-        except BaseException:
-            link.rollback()
-            raise
-        self.last_output = output
-        return output
+    def next_trade_id(self) -> int:
+        """The id of this session's next order: customers place orders (TpceSession)."""
+        raise NotImplementedError(f"{type(self).__name__} places no orders")
+
+    def next_turn(self) -> int:
+        """Data-Maintenance's next turn: its own session counts them (maintenance.py)."""
+        raise NotImplementedError(f"{type(self).__name__} sends no Data-Maintenance")
 
     def rebind(self, conn: Any) -> None:
         self.conn = conn
-        self.link = Link(self.target, conn, bool(self.calls))
+        self.link = link = Link(self.target, conn, bool(self.calls))
+        self.use_cursor(link.cur, link.commit, link.rollback)

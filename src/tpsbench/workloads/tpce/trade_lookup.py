@@ -19,20 +19,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpsbench.core.sql import SqlDialect
 from tpsbench.workloads.tpce import calls
 from tpsbench.workloads.tpce.mix import Draws
 from tpsbench.workloads.tpce.sql import (
     MAX_TRADES,
-    Link,
     counted,
     limit,
     marks,
     stamp,
     top,
 )
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.statements import FramesSession
 
 #: status changes kept per trade
 HISTORY_ROWS = 3
@@ -124,7 +126,14 @@ def inputs(draw: Draws, bounds: tuple[int, ...] = FRAME_BOUNDS) -> TradeLookupIn
     return TradeLookupInputs(frame, [], draw.account(), "", start, end)
 
 
-def execute(link: Link, s: TradeLookupSql, inp: TradeLookupInputs) -> TradeLookupOutput:
+
+def drawn(user: FramesSession) -> TradeLookupInputs:
+    """The inputs from the user's draws."""
+    return inputs(user.draw)
+
+
+def run(user: FramesSession, inp: TradeLookupInputs) -> TradeLookupOutput:
+    link, s = user.link, user.sql.trade_lookup
     cur = link.cur
     if inp.frame == 4:
         cur.execute(s.tl_first, (inp.acct_id, inp.start_dts))
@@ -171,15 +180,21 @@ def fill(out: TradeLookupOutput, settlements: Iterable[Sequence[Any]], history: 
             changes.append((dts, st_id))
 
 
-def call(link: Link, s: TradeLookupSql, inp: TradeLookupInputs, update: int = 0) -> tuple[str, tuple]:
+def call(user: FramesSession, inp: TradeLookupInputs, update: int = 0) -> tuple[str, tuple]:
     """The whole transaction as one call of tpce_trade_lookup (procedures.py); ``update``
     1: Trade-Update's changes as well. Times a frame does not use go as NULL."""
+    link, s = user.link, user.sql.trade_lookup
     return s.call, (update, inp.frame, calls.as_list(link, inp.trade_ids), inp.acct_id, inp.symbol,
                     inp.start_dts or None, inp.end_dts or None)
 
 
-def answer(link: Link, s: TradeLookupSql, inp: TradeLookupInputs) -> TradeLookupOutput:
+def answer(user: FramesSession, inp: TradeLookupInputs, error: Exception | None) -> bool:
+    return calls.answered(user, inp, error, decoded)
+
+
+def decoded(user: FramesSession, inp: TradeLookupInputs) -> TradeLookupOutput:
     """The call's answer, Trade-Lookup's and Trade-Update's alike."""
+    link = user.link
     trades: calls.Part = (ANSWER_TRADES[inp.frame], True)
     if inp.frame == 4:
         rows, holding = calls.parts(link, (trades, (ANSWER_HOLDING_HISTORY, True)), True)

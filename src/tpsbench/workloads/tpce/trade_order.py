@@ -30,11 +30,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
+from tpsbench.core.procedures import requested_rollback
 from tpsbench.core.sql import SqlDialect, to_decimal
 from tpsbench.workloads.tpce import calls, lots
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import Link, as_text, cents, stamp
+from tpsbench.workloads.tpce.sql import as_text, cents, stamp
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.statements import FramesSession
 
 QUANTITIES = (100, 200, 400, 800)
 #: tpce_trade_order's parameters, as PostgreSQL types (calls.routine)
@@ -168,9 +173,16 @@ def inputs(draw: Draws, trade_id: int) -> TradeOrderInputs:
         requested_price=draw.limit_price(security), trade_qty=draw.pick(QUANTITIES))
 
 
-def execute(link: Link, s: TradeOrderSql, inp: TradeOrderInputs) -> TradeOrderOutput | None:
+
+def drawn(user: FramesSession) -> TradeOrderInputs:
+    """The inputs from the user's draws, with its next trade id."""
+    return inputs(user.draw, user.next_trade_id())
+
+
+def run(user: FramesSession, inp: TradeOrderInputs) -> TradeOrderOutput | None:
     """The frames on ``link``, its transaction left open for the caller to commit; None
     after frame 5's rollback request (the caller rolls back)."""
+    link, s = user.link, user.sql.trade_order
     cur = link.cur
     link.begin()
     # -- frame 1 ------------------------------------------------------------------------
@@ -239,16 +251,27 @@ def execute(link: Link, s: TradeOrderSql, inp: TradeOrderInputs) -> TradeOrderOu
                             buy_value, sell_value, tax_amount, acct_assets, status)
 
 
-def call(link: Link, s: TradeOrderSql, inp: TradeOrderInputs) -> tuple[str, tuple]:
+def call(user: FramesSession, inp: TradeOrderInputs) -> tuple[str, tuple]:
     """The whole transaction as one call of tpce_trade_order (procedures.py)."""
+    s = user.sql.trade_order
     return s.call, (
         inp.trade_id, inp.acct_id, inp.exec_f_name, inp.exec_l_name, inp.exec_tax_id, inp.symbol, inp.co_name,
         inp.issue, inp.trade_type, int(inp.is_lifo), int(inp.is_margin), int(inp.roll_it_back), inp.requested_price,
         inp.trade_qty, calls.now())
 
 
-def answer(link: Link, s: TradeOrderSql, inp: TradeOrderInputs) -> TradeOrderOutput | None:
+def answer(user: FramesSession, inp: TradeOrderInputs, error: Exception | None) -> bool:
+    """The order kept for the exchange; False for the requested rollback, which
+    PostgreSQL's function raises (the server has rolled it back) and MySQL's procedure
+    answers with NULLs (it has rolled back itself)."""
+    if error is not None and requested_rollback(error, ROLLBACK_SQLSTATE):
+        return False
+    return calls.answered(user, inp, error, decoded)
+
+
+def decoded(user: FramesSession, inp: TradeOrderInputs) -> TradeOrderOutput | None:
     """The order for the exchange, or None: MySQL's procedure rolled back as requested."""
+    link = user.link
     symbol, price, is_market, is_sell, buy_value, sell_value, tax, assets, status = link.cur.fetchone()
     if symbol is None:
         return None

@@ -37,11 +37,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from tpsbench.core.sql import SqlDialect, money_sql, to_decimal
 from tpsbench.workloads.tpce import calls, lots
 from tpsbench.workloads.tpce.sql import MAX_TRADES, Link, as_text, cents, counted, day, marks, stamp
 from tpsbench.workloads.tpce.trade_order import TAXABLE
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.statements import FramesSession
 
 #: a trade settles this long after it completed
 SETTLEMENT_DAYS = 2
@@ -131,8 +135,18 @@ def statements(d: SqlDialect) -> TradeResultSql:
     )
 
 
-def execute(link: Link, s: TradeResultSql, inp: TradeResultInputs) -> TradeResultOutput:
+
+def dispatched(user: FramesSession) -> TradeResultInputs:
+    """The inputs of the exchange's work the session runs: a market order trades at the
+    market's price now."""
+    work, exchange = user.work, user.exchange
+    assert work is not None and exchange is not None, "a Trade-Result is the exchange's work"
+    return TradeResultInputs(work.trade_id, work.price if work.price is not None else exchange.price(work.symbol))
+
+
+def run(user: FramesSession, inp: TradeResultInputs) -> TradeResultOutput:
     """The frames on ``link``, its transaction left open for the caller to commit."""
+    link, s = user.link, user.sql.trade_result
     cur, money, trade_id, price = link.cur, link.money, inp.trade_id, inp.trade_price
     link.begin()
     cur.execute(s.tr_lock, (trade_id,))
@@ -214,12 +228,18 @@ def _holdings(link: Link, s: TradeResultSql, trade_id: int, acct_id: int, symbol
     return taken
 
 
-def call(link: Link, s: TradeResultSql, inp: TradeResultInputs) -> tuple[str, tuple]:
+def call(user: FramesSession, inp: TradeResultInputs) -> tuple[str, tuple]:
     """The whole transaction as one call of tpce_trade_result (procedures.py)."""
+    s = user.sql.trade_result
     return s.call, (inp.trade_id, inp.trade_price, calls.now())
 
 
-def answer(link: Link, s: TradeResultSql, inp: TradeResultInputs) -> TradeResultOutput:
+def answer(user: FramesSession, inp: TradeResultInputs, error: Exception | None) -> bool:
+    return calls.answered(user, inp, error, decoded)
+
+
+def decoded(user: FramesSession, inp: TradeResultInputs) -> TradeResultOutput:
+    link = user.link
     symbol, qty, acct_id, balance, se_amount, commission, tax = link.cur.fetchone()
     return TradeResultOutput(inp.trade_id, symbol, int(qty), inp.trade_price, int(acct_id), to_decimal(balance),
                              to_decimal(se_amount), to_decimal(commission), to_decimal(tax))

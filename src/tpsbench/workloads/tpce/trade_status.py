@@ -8,10 +8,14 @@ and the customer's and broker's names.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tpsbench.core.sql import SqlDialect
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import Link, limit, top
+from tpsbench.workloads.tpce.sql import limit, top
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.statements import FramesSession
 
 #: trades shown
 MAX_TRADES = 50
@@ -53,7 +57,14 @@ def inputs(draw: Draws) -> TradeStatusInputs:
     return TradeStatusInputs(draw.account())
 
 
-def execute(link: Link, s: TradeStatusSql, inp: TradeStatusInputs) -> TradeStatusOutput:
+
+def drawn(user: FramesSession) -> TradeStatusInputs:
+    """The inputs from the user's draws."""
+    return inputs(user.draw)
+
+
+def run(user: FramesSession, inp: TradeStatusInputs) -> TradeStatusOutput:
+    link, s = user.link, user.sql.trade_status
     cur = link.cur
     cur.execute(s.ts_trades, (inp.acct_id,))
     trades = [tuple(row) for row in cur.fetchall()]
