@@ -16,7 +16,7 @@ from tpsbench.workloads.tpce.mix import Draws
 from tpsbench.workloads.tpce.sql import counted, marks
 
 if TYPE_CHECKING:
-    from tpsbench.workloads.tpce.statements import FramesSession
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 #: EGen's broker list lengths
 MIN_BROKERS, MAX_BROKERS = 20, 40

@@ -24,7 +24,7 @@ from tpsbench.core.target import error_codes, error_message
 from tpsbench.workloads.tpce.sql import Link, stamp
 
 if TYPE_CHECKING:
-    from tpsbench.workloads.tpce.statements import FramesSession
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 I = TypeVar("I")  # noqa: E741 - a transaction's inputs
 

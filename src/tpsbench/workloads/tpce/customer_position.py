@@ -19,7 +19,7 @@ from tpsbench.workloads.tpce.mix import Draws
 from tpsbench.workloads.tpce.sql import limit, top
 
 if TYPE_CHECKING:
-    from tpsbench.workloads.tpce.statements import FramesSession
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 CUSTOMER_COLUMNS = (
     "c_id, c_st_id, c_l_name, c_f_name, c_m_name, c_gndr, c_tier, c_dob, c_ad_id, c_ctry_1, c_area_1, c_local_1,"

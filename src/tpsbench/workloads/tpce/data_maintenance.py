@@ -28,7 +28,7 @@ from tpsbench.workloads.tpce.sql import as_text, day, stamp
 from tpsbench.workloads.tpce.universe import Universe, as_day
 
 if TYPE_CHECKING:
-    from tpsbench.workloads.tpce.statements import FramesSession
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 TABLES = ("account_permission", "address", "company", "customer", "customer_taxrate", "daily_market", "exchange",
           "financial", "news_item", "security", "taxrate", "watch_item")

@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 
 from tpsbench.core.session import Background, RunContext, Session, TimingSink
 from tpsbench.core.target import Target
+from tpsbench.workloads.tpce.frames import FramesSession
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.statements import FramesSession
 from tpsbench.workloads.tpce.universe import universe
 
 INTERVAL_S = 60.0

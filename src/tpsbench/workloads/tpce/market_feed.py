@@ -30,7 +30,7 @@ from tpsbench.workloads.tpce import calls
 from tpsbench.workloads.tpce.sql import MAX_TRADES, as_text, counted, marks, stamp
 
 if TYPE_CHECKING:
-    from tpsbench.workloads.tpce.statements import FramesSession
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 #: ticker entries per feed
 FEED_ENTRIES = 20

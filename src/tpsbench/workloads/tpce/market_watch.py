@@ -18,7 +18,7 @@ from tpsbench.workloads.tpce.mix import Draws
 from tpsbench.workloads.tpce.sql import day
 
 if TYPE_CHECKING:
-    from tpsbench.workloads.tpce.statements import FramesSession
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 #: the three kinds of list, and their share in per cent
 WATCH_LIST, INDUSTRY, HOLDINGS = 0, 1, 2

@@ -60,9 +60,9 @@ from typing import Any, ClassVar
 
 from tpsbench.core.session import Background, RunContext, Session, TimingSink
 from tpsbench.core.target import Target
+from tpsbench.workloads.tpce.frames import FramesSession
 from tpsbench.workloads.tpce.market_feed import FEED_ENTRIES, Entry, Triggered
 from tpsbench.workloads.tpce.mix import PRICE_SWING
-from tpsbench.workloads.tpce.statements import FramesSession
 from tpsbench.workloads.tpce.trade_order import QUANTITIES, TradeOrderOutput
 from tpsbench.workloads.tpce.trade_result import TradeResultOutput
 from tpsbench.workloads.tpce.universe import Security, Universe, universe

@@ -18,7 +18,7 @@ from tpsbench.workloads.tpce.mix import Draws
 from tpsbench.workloads.tpce.sql import counted, day, limit, top
 
 if TYPE_CHECKING:
-    from tpsbench.workloads.tpce.statements import FramesSession
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 MIN_DAYS, MAX_DAYS = 5, 20
 COMPETITORS, QUARTERS, NEWS = 3, 20, 2

@@ -4,7 +4,7 @@ A user deals the customer emulator's mix (transactions.py: the brief's B2 withou
 Trade-Result and Market-Feed), draws each transaction's inputs over what the database
 holds (universe.py) and runs its frames as client SQL, or with the run option
 ``procedures`` one call of its stored procedure where it has one (procedures.py): the
-generic mix session does all of that from the table (statements.FramesSession); this
+generic mix session does all of that from the table (frames.FramesSession); this
 class adds what is a customer's own, its draws and its trade ids. A committed
 Trade-Order goes to the worker's market exchange emulator (mee.py), which sends the
 Trade-Results and Market-Feeds the orders cause from connections of its own; when those
@@ -31,8 +31,8 @@ from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
 from tpsbench.core.transactions import shuffled_copy
 from tpsbench.workloads.tpce import mee
+from tpsbench.workloads.tpce.frames import FramesSession
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.statements import FramesSession
 from tpsbench.workloads.tpce.universe import universe
 
 #: trade ids of one user are this far apart (module docstring): the most users a run can have

@@ -34,7 +34,7 @@ from tpsbench.workloads.tpce.sql import (
 )
 
 if TYPE_CHECKING:
-    from tpsbench.workloads.tpce.statements import FramesSession
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 #: status changes kept per trade
 HISTORY_ROWS = 3

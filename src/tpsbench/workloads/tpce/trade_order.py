@@ -39,7 +39,7 @@ from tpsbench.workloads.tpce.mix import Draws
 from tpsbench.workloads.tpce.sql import as_text, cents, stamp
 
 if TYPE_CHECKING:
-    from tpsbench.workloads.tpce.statements import FramesSession
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 QUANTITIES = (100, 200, 400, 800)
 #: tpce_trade_order's parameters, as PostgreSQL types (calls.routine)

@@ -45,7 +45,7 @@ from tpsbench.workloads.tpce.sql import MAX_TRADES, Link, as_text, cents, counte
 from tpsbench.workloads.tpce.trade_order import TAXABLE
 
 if TYPE_CHECKING:
-    from tpsbench.workloads.tpce.statements import FramesSession
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 #: a trade settles this long after it completed
 SETTLEMENT_DAYS = 2

@@ -15,7 +15,7 @@ from tpsbench.workloads.tpce.mix import Draws
 from tpsbench.workloads.tpce.sql import limit, top
 
 if TYPE_CHECKING:
-    from tpsbench.workloads.tpce.statements import FramesSession
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 #: trades shown
 MAX_TRADES = 50

@@ -25,7 +25,7 @@ from tpsbench.workloads.tpce.mix import Draws
 from tpsbench.workloads.tpce.trade_lookup import TradeLookupInputs, TradeLookupOutput
 
 if TYPE_CHECKING:
-    from tpsbench.workloads.tpce.statements import FramesSession
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 #: frames 1-3 by percentage (cumulative)
 FRAME_BOUNDS = (33, 66, 100)

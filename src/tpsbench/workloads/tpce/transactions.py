@@ -14,12 +14,23 @@ own sends it once a minute (maintenance.py).
 Every transaction runs as its frames and a commit (``run``); seven have a stored
 procedure (procedures.py) and go as one call of it where the run turns calls on. The
 rules set no keying or think times for TPC-E's customers: --keying and --think apply.
+
+Each transaction module writes its own SQL (its ``statements(d)``: a dataclass of its
+statements and, where it has one, its stored procedure's call); :class:`TpceSql` puts
+them together once per (dialect, marker) and process, so that every session of a worker,
+the market exchange emulator's and Data-Maintenance's included, shares one table and
+nothing is formatted on the hot path. A transaction reaches its own statements as
+``user.sql.<its name>``, which a type checker follows.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
+from tpsbench.core.sql import SqlDialect
+from tpsbench.core.target import Target
 from tpsbench.core.transactions import Transaction, TransactionTable
 from tpsbench.workloads.tpce import (
     broker_volume,
@@ -34,9 +45,10 @@ from tpsbench.workloads.tpce import (
     trade_status,
     trade_update,
 )
+from tpsbench.workloads.tpce.sql import prepared
 
 if TYPE_CHECKING:
-    from tpsbench.workloads.tpce.statements import FramesSession
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 TABLE: TransactionTable[FramesSession] = TransactionTable((
     Transaction("broker_volume", 49, broker_volume.drawn, run=broker_volume.run),
@@ -64,3 +76,34 @@ TRANSACTIONS = TABLE.names
 CUSTOMER_WEIGHTS = TABLE.cards()
 #: what the market exchange emulator sends, not the customers
 FROM_MARKET = ("trade_result", "market_feed")
+
+
+@dataclass(frozen=True)
+class TpceSql:
+    """Every transaction's statements, by the transaction's name (``vars()`` lists them)."""
+
+    broker_volume: broker_volume.BrokerVolumeSql
+    customer_position: customer_position.CustomerPositionSql
+    data_maintenance: data_maintenance.DataMaintenanceSql
+    market_feed: market_feed.MarketFeedSql
+    market_watch: market_watch.MarketWatchSql
+    security_detail: security_detail.SecurityDetailSql
+    trade_lookup: trade_lookup.TradeLookupSql
+    trade_order: trade_order.TradeOrderSql
+    trade_result: trade_result.TradeResultSql
+    trade_status: trade_status.TradeStatusSql
+    trade_update: trade_update.TradeUpdateSql
+
+
+@cache
+def statements(d: SqlDialect, mark: str = "?") -> TpceSql:
+    """Every transaction's statements for ``d`` with the driver's ``mark``."""
+    return prepared(TpceSql(
+        broker_volume.statements(d), customer_position.statements(d), data_maintenance.statements(d),
+        market_feed.statements(d), market_watch.statements(d), security_detail.statements(d),
+        trade_lookup.statements(d), trade_order.statements(d), trade_result.statements(d),
+        trade_status.statements(d), trade_update.statements(d)), mark)
+
+
+def for_target(target: Target) -> TpceSql:
+    return statements(target.sql, target.placeholder())

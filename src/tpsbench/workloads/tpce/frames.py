@@ -1,13 +1,6 @@
-"""The statements of every TPC-E transaction, and the session base that runs them.
+"""The session base that runs TPC-E's transactions: :class:`FramesSession`.
 
-Each transaction module writes its own SQL (its ``statements(d)``: a dataclass of its
-statements and, where it has one, its stored procedure's call); :class:`TpceSql` puts
-them together once per (dialect, marker) and process, so that every session of a worker,
-the market exchange emulator's and Data-Maintenance's included, shares one table and
-nothing is formatted on the hot path. A transaction reaches its own statements as
-``user.sql.<its name>``, which a type checker follows.
-
-:class:`FramesSession` is what those sessions share, on the generic mix session
+It is what the users', the market exchange emulator's and Data-Maintenance's sessions share, on the generic mix session
 (tpsbench.core.mix_session) with TPC-E's table (transactions.py): the table of
 statements, the connection's :class:`~tpsbench.workloads.tpce.sql.Link`, the calls of
 the stored procedures where the run option ``procedures`` has them on, and the hand-over
@@ -17,66 +10,19 @@ of a committed transaction's output to the market exchange emulator (mee.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tpsbench.core.mix_session import MixSession
 from tpsbench.core.session import RunContext
-from tpsbench.core.sql import SqlDialect
 from tpsbench.core.target import Target
-from tpsbench.workloads.tpce import (
-    broker_volume,
-    customer_position,
-    data_maintenance,
-    market_feed,
-    market_watch,
-    procedures,
-    security_detail,
-    trade_lookup,
-    trade_order,
-    trade_result,
-    trade_status,
-    trade_update,
-)
-from tpsbench.workloads.tpce.sql import Link, prepared
-from tpsbench.workloads.tpce.transactions import TABLE
+from tpsbench.workloads.tpce import procedures
+from tpsbench.workloads.tpce.sql import Link
+from tpsbench.workloads.tpce.transactions import TABLE, for_target
 
 if TYPE_CHECKING:
     from tpsbench.workloads.tpce.mee import MarketExchange, Work
     from tpsbench.workloads.tpce.mix import Draws
     from tpsbench.workloads.tpce.universe import Universe
-
-
-@dataclass(frozen=True)
-class TpceSql:
-    """Every transaction's statements, by the transaction's name (``vars()`` lists them)."""
-
-    broker_volume: broker_volume.BrokerVolumeSql
-    customer_position: customer_position.CustomerPositionSql
-    data_maintenance: data_maintenance.DataMaintenanceSql
-    market_feed: market_feed.MarketFeedSql
-    market_watch: market_watch.MarketWatchSql
-    security_detail: security_detail.SecurityDetailSql
-    trade_lookup: trade_lookup.TradeLookupSql
-    trade_order: trade_order.TradeOrderSql
-    trade_result: trade_result.TradeResultSql
-    trade_status: trade_status.TradeStatusSql
-    trade_update: trade_update.TradeUpdateSql
-
-
-@cache
-def statements(d: SqlDialect, mark: str = "?") -> TpceSql:
-    """Every transaction's statements for ``d`` with the driver's ``mark``."""
-    return prepared(TpceSql(
-        broker_volume.statements(d), customer_position.statements(d), data_maintenance.statements(d),
-        market_feed.statements(d), market_watch.statements(d), security_detail.statements(d),
-        trade_lookup.statements(d), trade_order.statements(d), trade_result.statements(d),
-        trade_status.statements(d), trade_update.statements(d)), mark)
-
-
-def for_target(target: Target) -> TpceSql:
-    return statements(target.sql, target.placeholder())
 
 
 class FramesSession(MixSession):
