@@ -61,7 +61,7 @@ def statements(d: SqlDialect) -> CustomerPositionSql:
     return CustomerPositionSql(
         #: (by id, by tax id)
         cp_customer=(f"SELECT {CUSTOMER_COLUMNS} FROM customer WHERE c_id = ?",
-                        f"SELECT {CUSTOMER_COLUMNS} FROM customer WHERE c_tax_id = ?"),
+                     f"SELECT {CUSTOMER_COLUMNS} FROM customer WHERE c_tax_id = ?"),
         cp_accounts=(
             f"SELECT {top(d, MAX_ACCOUNTS)}ca_id, ca_bal, COALESCE(SUM(hs_qty * lt_price), 0) AS assets"
             " FROM customer_account LEFT JOIN holding_summary ON hs_ca_id = ca_id"

@@ -75,13 +75,13 @@ def statements(d: SqlDialect) -> DataMaintenanceSql:
 
     return DataMaintenanceSql(
         dm_account_permission=("UPDATE account_permission SET ap_acl = CASE WHEN ap_acl = '1111' THEN '0011'"
-                                  " ELSE '1111' END WHERE ap_ca_id = ?"),
+                               " ELSE '1111' END WHERE ap_ca_id = ?"),
         dm_address=("UPDATE address SET ad_line2 = CASE WHEN ad_line2 = 'Apt. 10C' THEN 'Apt. 22'"
-                       " ELSE 'Apt. 10C' END WHERE ad_id = (SELECT c_ad_id FROM customer WHERE c_id = ?)"),
+                    " ELSE 'Apt. 10C' END WHERE ad_id = (SELECT c_ad_id FROM customer WHERE c_id = ?)"),
         dm_company=("UPDATE company SET co_sp_rate = CASE WHEN co_sp_rate = 'ABA' THEN 'AAA' ELSE 'ABA' END"
-                       " WHERE co_id = ?"),
+                    " WHERE co_id = ?"),
         dm_customer=(f"UPDATE customer SET c_email_2 = CASE WHEN c_email_2 LIKE '%@mindspring.com'"
-                        f" THEN {email('earthlink.com')} ELSE {email('mindspring.com')} END WHERE c_id = ?"),
+                     f" THEN {email('earthlink.com')} ELSE {email('mindspring.com')} END WHERE c_id = ?"),
         dm_tax_ids="SELECT cx_tx_id FROM customer_taxrate WHERE cx_c_id = ? ORDER BY cx_tx_id",
         dm_customer_taxrate="UPDATE customer_taxrate SET cx_tx_id = ? WHERE cx_c_id = ? AND cx_tx_id = ?",
         dm_daily_market="UPDATE daily_market SET dm_vol = dm_vol + ? WHERE dm_s_symb = ? AND dm_date = ?",
@@ -89,15 +89,15 @@ def statements(d: SqlDialect) -> DataMaintenanceSql:
         dm_exchange="UPDATE exchange SET ex_desc = ? WHERE ex_id = ?",
         dm_quarters="SELECT fi_year, fi_qtr, fi_qtr_start_date FROM financial WHERE fi_co_id = ? ORDER BY 1, 2",
         dm_financial=("UPDATE financial SET fi_qtr_start_date = ? WHERE fi_co_id = ? AND fi_year = ?"
-                         " AND fi_qtr = ?"),
+                      " AND fi_qtr = ?"),
         dm_news_item=("UPDATE news_item SET ni_dts = ? WHERE ni_id IN"
-                         " (SELECT nx_ni_id FROM news_xref WHERE nx_co_id = ?)"),
+                      " (SELECT nx_ni_id FROM news_xref WHERE nx_co_id = ?)"),
         dm_exch_date="SELECT s_exch_date FROM security WHERE s_symb = ?",
         dm_security="UPDATE security SET s_exch_date = ? WHERE s_symb = ?",
         dm_tax_name="SELECT tx_name FROM taxrate WHERE tx_id = ?",
         dm_taxrate="UPDATE taxrate SET tx_name = ? WHERE tx_id = ?",
         dm_watch_list=("SELECT wl_id, wi_s_symb FROM watch_list, watch_item WHERE wl_c_id = ?"
-                          " AND wi_wl_id = wl_id ORDER BY wl_id, wi_s_symb"),
+                       " AND wi_wl_id = wl_id ORDER BY wl_id, wi_s_symb"),
         dm_watch_item="UPDATE watch_item SET wi_s_symb = ? WHERE wi_wl_id = ? AND wi_s_symb = ?",
     )
 

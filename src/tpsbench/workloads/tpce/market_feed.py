@@ -98,7 +98,7 @@ def dispatched(user: FramesSession) -> MarketFeedInputs:
 
 
 def run(user: FramesSession, inp: MarketFeedInputs) -> list[Triggered]:
-    """The feed on ``link``, its transaction left open for the caller to commit; the
+    """The feed on the user's link, its transaction left open for the caller to commit; the
     limit orders it triggered."""
     link, s = user.link, user.sql.market_feed
     cur, money = link.cur, link.money

@@ -1,8 +1,9 @@
 """How the TPC-E transactions write their SQL once and run it on every database.
 
 Each transaction module has a ``statements(d)`` function that gives its SQL for a
-:class:`~tpsbench.core.sql.SqlDialect`, written with ``?`` markers in the SQL the
-databases share; what differs comes from the dialect, through the helpers here:
+:class:`~tpsbench.core.sql.SqlDialect` as a dataclass of its own (one typed field per
+statement), written with ``?`` markers in the SQL the databases share; what differs
+comes from the dialect, through the helpers here:
 
 - ``LIMIT n`` after the statement, or SQL Server's ``TOP n`` after SELECT (:func:`top`,
   :func:`limit`);
@@ -14,8 +15,9 @@ databases share; what differs comes from the dialect, through the helpers here:
 - the driver's parameter marker (``?`` or ``%s``).
 
 Statements whose shape depends on a count (an IN list of k trade ids) are built for every
-count when the table is first asked for, and the table is cached per (dialect, marker):
-the hot path formats nothing.
+count when the table is first asked for, and the table is cached per (dialect, marker)
+(transactions.statements, which :func:`prepared` gives the driver's marker): the hot
+path formats nothing.
 
 :class:`Link` is how a session runs them: the target's fast cursor where it has one
 (libpq's prepared statements, mysqlclient's C connection), which opens a transaction

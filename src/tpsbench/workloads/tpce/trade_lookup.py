@@ -103,7 +103,7 @@ def statements(d: SqlDialect) -> TradeLookupSql:
             f"SELECT th_t_id, th_dts, th_st_id FROM trade_history WHERE th_t_id IN ({marks(k)})"
             " ORDER BY th_t_id, th_dts")),
         tl_first=(f"SELECT {top(d, 1)}t_id FROM trade WHERE t_ca_id = ? AND t_dts >= ?"
-                     f" ORDER BY t_dts, t_id{limit(d, 1)}"),
+                  f" ORDER BY t_dts, t_id{limit(d, 1)}"),
         tl_holding_history=(
             f"SELECT {top(d, n)}hh_h_t_id, hh_t_id, hh_before_qty, hh_after_qty FROM holding_history"
             " WHERE hh_h_t_id IN (SELECT hh_h_t_id FROM holding_history WHERE hh_t_id = ?)"

@@ -119,29 +119,29 @@ def statements(d: SqlDialect) -> TradeOrderSql:
             "SELECT ca_name, ca_b_id, ca_c_id, ca_tax_st, ca_bal, c_f_name, c_l_name, c_tier, c_tax_id, b_name"
             " FROM customer_account, customer, broker WHERE ca_id = ? AND c_id = ca_c_id AND b_id = ca_b_id"),
         to_permission=("SELECT ap_acl FROM account_permission WHERE ap_ca_id = ? AND ap_f_name = ?"
-                          " AND ap_l_name = ? AND ap_tax_id = ?"),
+                       " AND ap_l_name = ? AND ap_tax_id = ?"),
         to_by_symbol=("SELECT s_co_id, s_ex_id, s_name, s_symb, co_name FROM security, company"
-                         " WHERE s_symb = ? AND co_id = s_co_id"),
+                      " WHERE s_symb = ? AND co_id = s_co_id"),
         to_by_name=("SELECT s_co_id, s_ex_id, s_name, s_symb, co_name FROM company, security"
-                       " WHERE co_name = ? AND s_co_id = co_id AND s_issue = ?"),
+                    " WHERE co_name = ? AND s_co_id = co_id AND s_issue = ?"),
         to_market=("SELECT lt_price, tt_is_mrkt, tt_is_sell FROM last_trade, trade_type"
-                      " WHERE lt_s_symb = ? AND tt_id = ?"),
+                   " WHERE lt_s_symb = ? AND tt_id = ?"),
         to_summary="SELECT hs_qty FROM holding_summary WHERE hs_ca_id = ? AND hs_s_symb = ?",
         #: (FIFO, LIFO): indexed by is_lifo
         to_holdings=(holdings.format(order="ASC"), holdings.format(order="DESC")),
         to_tax_rate=("SELECT SUM(tx_rate) FROM taxrate, customer_taxrate WHERE tx_id = cx_tx_id"
-                        " AND cx_c_id = ?"),
+                     " AND cx_c_id = ?"),
         to_rates=("SELECT cr_rate, ch_chrg FROM commission_rate, charge WHERE cr_c_tier = ? AND cr_tt_id = ?"
-                     " AND cr_ex_id = ? AND cr_from_qty <= ? AND cr_to_qty >= ? AND ch_c_tier = cr_c_tier"
-                     " AND ch_tt_id = cr_tt_id"),
+                  " AND cr_ex_id = ? AND cr_from_qty <= ? AND cr_to_qty >= ? AND ch_c_tier = cr_c_tier"
+                  " AND ch_tt_id = cr_tt_id"),
         to_assets=("SELECT SUM(hs_qty * lt_price) FROM holding_summary, last_trade WHERE hs_ca_id = ?"
-                      " AND lt_s_symb = hs_s_symb"),
+                   " AND lt_s_symb = hs_s_symb"),
         to_trade=(
             "INSERT INTO trade (t_id, t_dts, t_st_id, t_tt_id, t_is_cash, t_s_symb, t_qty, t_bid_price, t_ca_id,"
             " t_exec_name, t_trade_price, t_chrg, t_comm, t_tax, t_lifo)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, 0, ?)"),
         to_request=("INSERT INTO trade_request (tr_t_id, tr_tt_id, tr_s_symb, tr_qty, tr_bid_price, tr_b_id)"
-                       " VALUES (?, ?, ?, ?, ?, ?)"),
+                    " VALUES (?, ?, ?, ?, ?, ?)"),
         to_history="INSERT INTO trade_history (th_t_id, th_dts, th_st_id) VALUES (?, ?, ?)",
         #: where a session's trade ids start (TpceSession.rebind)
         highest_trade_id="SELECT MAX(t_id) FROM trade",
@@ -180,7 +180,7 @@ def drawn(user: FramesSession) -> TradeOrderInputs:
 
 
 def run(user: FramesSession, inp: TradeOrderInputs) -> TradeOrderOutput | None:
-    """The frames on ``link``, its transaction left open for the caller to commit; None
+    """The frames on the user's link, its transaction left open for the caller to commit; None
     after frame 5's rollback request (the caller rolls back)."""
     link, s = user.link, user.sql.trade_order
     cur = link.cur

@@ -101,8 +101,8 @@ def statements(d: SqlDialect) -> TradeResultSql:
                 " ORDER BY h_dts {order}, h_t_id {order}")
     return TradeResultSql(
         tr_lock=("SELECT t_ca_id, t_tt_id, t_s_symb, t_qty, t_chrg, t_lifo, t_is_cash, t_st_id, ca_b_id, ca_c_id,"
-                    f" ca_tax_st, ca_bal FROM trade{lock}, customer_account{lock} WHERE t_id = ? AND ca_id = t_ca_id"
-                    f"{d.row_lock}"),
+                 f" ca_tax_st, ca_bal FROM trade{lock}, customer_account{lock} WHERE t_id = ? AND ca_id = t_ca_id"
+                 f"{d.row_lock}"),
         tr_facts=(
             "SELECT tt_name, tt_is_sell, s_name, cr_rate,"
             " (SELECT hs_qty FROM holding_summary WHERE hs_ca_id = ? AND hs_s_symb = ?),"
@@ -121,14 +121,14 @@ def statements(d: SqlDialect) -> TradeResultSql:
         tr_lot_delete_k=counted(lambda k: f"DELETE FROM holding WHERE h_t_id IN ({marks(k)})"),
         tr_lot_update="UPDATE holding SET h_qty = ? WHERE h_t_id = ?",
         tr_lot_insert=("INSERT INTO holding (h_t_id, h_ca_id, h_s_symb, h_dts, h_price, h_qty)"
-                          " VALUES (?, ?, ?, ?, ?, ?)"),
+                       " VALUES (?, ?, ?, ?, ?, ?)"),
         tr_complete=("UPDATE trade SET t_comm = ?, t_dts = ?, t_st_id = 'CMPT', t_trade_price = ?, t_tax = ?"
-                        " WHERE t_id = ?"),
+                     " WHERE t_id = ?"),
         tr_history="INSERT INTO trade_history (th_t_id, th_dts, th_st_id) VALUES (?, ?, 'CMPT')",
         tr_broker=(f"UPDATE broker SET b_comm_total = {money_sql(d, 'b_comm_total + ?')},"
-                      " b_num_trades = b_num_trades + 1 WHERE b_id = ?"),
+                   " b_num_trades = b_num_trades + 1 WHERE b_id = ?"),
         tr_settlement=("INSERT INTO settlement (se_t_id, se_cash_type, se_cash_due_date, se_amt)"
-                          " VALUES (?, ?, ?, ?)"),
+                       " VALUES (?, ?, ?, ?)"),
         tr_balance=f"UPDATE customer_account SET ca_bal = {money_sql(d, 'ca_bal + ?')} WHERE ca_id = ?",
         tr_cash="INSERT INTO cash_transaction (ct_t_id, ct_dts, ct_amt, ct_name) VALUES (?, ?, ?, ?)",
         call=calls.routine(d, "trade_result", ROUTINE),
@@ -145,7 +145,7 @@ def dispatched(user: FramesSession) -> TradeResultInputs:
 
 
 def run(user: FramesSession, inp: TradeResultInputs) -> TradeResultOutput:
-    """The frames on ``link``, its transaction left open for the caller to commit."""
+    """The frames on the user's link, its transaction left open for the caller to commit."""
     link, s = user.link, user.sql.trade_result
     cur, money, trade_id, price = link.cur, link.money, inp.trade_id, inp.trade_price
     link.begin()

@@ -49,7 +49,7 @@ def statements(d: SqlDialect) -> TradeStatusSql:
             " WHERE t_ca_id = ? AND st_id = t_st_id AND tt_id = t_tt_id AND s_symb = t_s_symb AND ex_id = s_ex_id"
             f" ORDER BY t_dts DESC{limit(d, MAX_TRADES)}"),
         ts_names=("SELECT c_l_name, c_f_name, b_name FROM customer_account, customer, broker"
-                     " WHERE ca_id = ? AND c_id = ca_c_id AND b_id = ca_b_id"),
+                  " WHERE ca_id = ? AND c_id = ca_c_id AND b_id = ca_b_id"),
     )
 
 

@@ -58,7 +58,7 @@ def drawn(user: FramesSession) -> TradeLookupInputs:
 
 
 def run(user: FramesSession, inp: TradeLookupInputs) -> TradeLookupOutput:
-    """The frame and its updates on ``link``, the transaction left open for the caller."""
+    """The frame and its updates on the user's link, the transaction left open for the caller."""
     link, s, lookup = user.link, user.sql.trade_update, user.sql.trade_lookup
     cur = link.cur
     link.begin()
