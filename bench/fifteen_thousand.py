@@ -54,7 +54,7 @@ from tpsbench.measure.clients import clients_connected
 from tpsbench.measure.procfs import descendants, memory, processes
 from tpsbench.measure.waits import LAG, decoded, keying_name, ks_negexp, think_name, wait_stats
 from tpsbench.targets import open_target
-from tpsbench.workloads.tpcc.mix import KEYING_S, THINK_CAP, THINK_MEAN_S, TRANSACTIONS
+from tpsbench.workloads.tpcc.table import KEYING_S, THINK_CAP, THINK_MEAN_S, TRANSACTIONS
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 from private_servers import private_pgbouncer, private_server  # type: ignore[import-not-found]

@@ -12,21 +12,22 @@ from conftest import copy_of
 from tpsbench.commands.run import RunConfig, run
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.parse import parse_mix
-from tpsbench.workloads.tpcc.mix import TRANSACTIONS, Deck
+from tpsbench.core.transactions import Deck, permuted
+from tpsbench.workloads.tpcc.table import TABLE, TRANSACTIONS
 
 ASKED = {"new_order": 50, "payment": 40, "order_status": 4, "delivery": 3, "stock_level": 3}
 TEXT = ",".join(f"{name}={weight}" for name, weight in ASKED.items())
 
 
 def test_the_deck_deals_the_asked_shares_exactly_per_thousand_cards() -> None:
-    deck = Deck(np.random.default_rng(1), parse_mix(TEXT, TRANSACTIONS))
+    deck = Deck(TABLE.cards(parse_mix(TEXT, TRANSACTIONS)), permuted(np.random.default_rng(1)))
     dealt = [deck.draw() for _ in range(3000)]
     assert {name: dealt.count(name) for name in ASKED} == {name: 30 * w for name, w in ASKED.items()}
 
 
 def test_weights_are_normalised_and_what_is_left_out_does_not_run() -> None:
     assert parse_mix("new_order=1, payment=3", TRANSACTIONS) == {"new_order": 0.25, "payment": 0.75}
-    deck = Deck(np.random.default_rng(2), parse_mix("payment=2.5", TRANSACTIONS))
+    deck = Deck(TABLE.cards(parse_mix("payment=2.5", TRANSACTIONS)), permuted(np.random.default_rng(2)))
     assert {deck.draw() for _ in range(2000)} == {"payment"}
 
 

@@ -26,7 +26,7 @@ from tpsbench.targets.mysql.prepared import PreparedCursor
 from tpsbench.workloads.tpcc import USERS_PER_WORKER, TpccWorkload
 from tpsbench.workloads.tpcc.checks import CHECKS
 from tpsbench.workloads.tpcc.counts import database_counts, expected_counts
-from tpsbench.workloads.tpcc.mix import TRANSACTIONS
+from tpsbench.workloads.tpcc.table import TRANSACTIONS
 
 
 @pytest.fixture(scope="module", params=[

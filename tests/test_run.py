@@ -11,7 +11,7 @@ from tpsbench.commands.build import build
 from tpsbench.commands.check import check
 from tpsbench.commands.run import RunConfig, run
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.workloads.tpcc.mix import WEIGHTS
+from tpsbench.workloads.tpcc.table import WEIGHTS
 
 
 def short_run(url: str, results: str, users: list[int], **overrides: object) -> object:

@@ -38,7 +38,7 @@ from tpsbench.commands.run import RunConfig, RunRecord, run
 from tpsbench.measure.clients import clients_connected
 from tpsbench.measure.waits import LAG, decoded, ks_negexp, think_name, wait_stats
 from tpsbench.targets import open_target
-from tpsbench.workloads.tpcc.mix import THINK_CAP, THINK_MEAN_S
+from tpsbench.workloads.tpcc.table import THINK_CAP, THINK_MEAN_S
 
 pytestmark = pytest.mark.slow
 

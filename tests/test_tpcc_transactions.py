@@ -9,6 +9,7 @@ Servers that do not answer skip their tests, or fail them with CI=true.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import threading
 from collections import Counter
@@ -25,17 +26,21 @@ from sqlalchemy.engine import make_url
 
 from tpsbench.commands.build import build
 from tpsbench.core.meta import read_meta
+from tpsbench.core.mix_session import MixSession
 from tpsbench.core.session import RunContext
+from tpsbench.core.sql import SqlDialect
 from tpsbench.core.target import Target
+from tpsbench.core.transactions import Deck, permuted
 from tpsbench.targets import open_target
 from tpsbench.workloads.tpcc import delivery, new_order, order_status, payment, procedures, rand, stock_level
 from tpsbench.workloads.tpcc.checks import CHECKS
 from tpsbench.workloads.tpcc.counts import database_counts, expected_counts
-from tpsbench.workloads.tpcc.mix import KEYING_S, THINK_MEAN_S, TRANSACTIONS, WEIGHTS, Deck, Draws, think_time
+from tpsbench.workloads.tpcc.draws import Draws
 from tpsbench.workloads.tpcc.new_order import UNUSED_ITEM, NewOrderInputs
 from tpsbench.workloads.tpcc.payment import PaymentInputs
 from tpsbench.workloads.tpcc.session import TpccSession
-from tpsbench.workloads.tpcc.sql import statements
+from tpsbench.workloads.tpcc.statements import statements
+from tpsbench.workloads.tpcc.table import KEYING_S, TABLE, THINK_MEAN_S, TRANSACTIONS, WEIGHTS
 
 SCALE = 2
 SEED = 7
@@ -517,23 +522,35 @@ def test_home_warehouse_district_and_c_run(db: Db) -> None:
 
 
 def test_mix_is_within_one_point_of_the_weights() -> None:
-    deck = Deck(np.random.default_rng(3))
+    deck = Deck(TABLE.cards(), permuted(np.random.default_rng(3)))
     drawn = Counter(deck.draw() for _ in range(12345))
     for name, weight in WEIGHTS.items():
         assert abs(100 * drawn[name] / 12345 - weight) < 1.0, (name, drawn)
     assert tuple(WEIGHTS) == TRANSACTIONS and sum(WEIGHTS.values()) == 100
 
 
-def test_think_and_keying_times() -> None:
+def waits_of_table(think: str) -> MixSession:
+    """A session of TPC-C's table that only waits: --think ``think`` (spec's think times
+    drawn from a stream of seed 5), on an SQLite connection it never uses."""
     import random
+    import sqlite3
 
-    from tpsbench.workloads.tpcc.mix import keying_time
+    class Waits(MixSession):
+        table = TABLE
 
-    rng = random.Random(5)
-    assert all(keying_time(n, False) == 0 and think_time(n, rng, False) == 0 for n in TRANSACTIONS)
-    assert [keying_time(n, True) for n in TRANSACTIONS] == [KEYING_S[n] for n in TRANSACTIONS] == [18, 3, 2, 2, 2]
+    target = open_target("sqlite://")
+    session = Waits(RunContext("tpcc", "sqlite://", 1, 5, {}, {"think": think}), 0, 1, sqlite3.connect(":memory:"),
+                    target)
+    session.spec_rng = random.Random(5)
+    return session
+
+
+def test_think_and_keying_times() -> None:
+    off, spec = waits_of_table("off"), waits_of_table("spec")
+    assert all(off.keying_time(n) == 0 and off.think_time(n) == 0 for n in TRANSACTIONS)
+    assert [spec.keying_time(n) for n in TRANSACTIONS] == [KEYING_S[n] for n in TRANSACTIONS] == [18, 3, 2, 2, 2]
     assert [THINK_MEAN_S[n] for n in TRANSACTIONS] == [12, 12, 10, 5, 5]
-    times = [think_time("delivery", rng, True) for _ in range(50000)]
+    times = [spec.think_time("delivery") for _ in range(50000)]
     assert max(times) <= 50.0 and min(times) >= 0
     assert abs(sum(times) / len(times) - 5.0 * (1 - math.exp(-10))) < 0.1
 
@@ -545,10 +562,26 @@ def test_statement_table_is_built_for_every_dialect() -> None:
         for mark in ("?", "%s"):
             s = statements(dialect, mark)
             other = "%s" if mark == "?" else "?"
-            texts = [v for v in vars(s).values() if isinstance(v, str)]
+            texts = texts_of(s)
             assert texts and not any(other in t for t in texts)
     assert statements(dialects["postgresql"], "%s") is statements(dialects["postgresql"], "%s")
-    assert "OUTPUT deleted.no_d_id" in statements(dialects["mssql"]).dl_delete_k[3]
+    assert "OUTPUT deleted.no_d_id" in statements(dialects["mssql"]).delivery.delete_k[3]
     mssql = statements(dialects["mssql"])
-    assert mssql.dl_oldest.startswith("SELECT TOP 1 ") and "LIMIT" not in mssql.dl_oldest
-    assert "FOR UPDATE" not in str(vars(statements(dialects["sqlite"])))
+    assert mssql.delivery.oldest.startswith("SELECT TOP 1 ") and "LIMIT" not in mssql.delivery.oldest
+    assert "FOR UPDATE" not in str(texts_of(statements(dialects["sqlite"])))
+
+
+def texts_of(value: object) -> list[str]:
+    """Every statement text in a statement record, its nested records, tuples and dicts
+    (not in the dialect it was built for)."""
+    if isinstance(value, SqlDialect):
+        return []
+    if isinstance(value, str):
+        return [value]
+    if dataclasses.is_dataclass(value):
+        return [t for f in dataclasses.fields(value) for t in texts_of(getattr(value, f.name))]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in texts_of(v)]
+    if isinstance(value, tuple):
+        return [t for v in value for t in texts_of(v)]
+    return []

@@ -171,12 +171,16 @@ class MixSession(Session):
         return self.keying_delay.draw(self.wait_rng)
 
     def think_time(self, name: str) -> float:
-        """The rules' think time of ``name`` (``-ln(r) * mean`` with r uniform in (0, 1],
-        cut at its cap), else a draw of --think."""
+        """The rules' think time of ``name`` (:meth:`spec_think_time`), else a draw of --think."""
         if self.spec_think:
-            mean, cap = self._think[name]
-            return min(-math.log(1.0 - self.spec_rng.random()) * mean, cap)
+            return self.spec_think_time(name)
         return self.think_delay.draw(self.wait_rng)
+
+    def spec_think_time(self, name: str) -> float:
+        """One draw of the rules' think time of ``name`` from ``spec_rng``: ``-ln(r) * mean``
+        with r uniform in (0, 1], cut at its cap."""
+        mean, cap = self._think[name]
+        return min(-math.log(1.0 - self.spec_rng.random()) * mean, cap)
 
     # -- outputs ------------------------------------------------------------------------
     def answer_later(self, decode: Callable[[Sequence[Any], Any], object], rows: Sequence[Any],

@@ -18,11 +18,13 @@ from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.procedures import install_for_run
 from tpsbench.core.session import Background, RunContext, Session
 from tpsbench.core.target import Target
+from tpsbench.core.transactions import TransactionTable
 from tpsbench.core.workload import Check, LoadParams, LoadTask, Workload
-from tpsbench.workloads.tpcc import counts, deferred, loader, mix
+from tpsbench.workloads.tpcc import counts, deferred, loader
 from tpsbench.workloads.tpcc.checks import CHECKS
-from tpsbench.workloads.tpcc.session import DELIVERY_MODES, RUN_OPTIONS, TpccSession, mix_shares, uses_procedures
-from tpsbench.workloads.tpcc.sql import statements
+from tpsbench.workloads.tpcc.session import DELIVERY_MODES, RUN_OPTIONS, TpccSession, uses_procedures
+from tpsbench.workloads.tpcc.statements import statements
+from tpsbench.workloads.tpcc.table import TABLE
 
 #: users one worker hosts with stored procedures before a step spreads over another (users_per_worker)
 USERS_PER_WORKER = 100
@@ -38,6 +40,9 @@ class TpccWorkload(Workload):
     With --delivery deferred a terminal queues its Delivery and goes on, and executors
     beside the users run it (clause 2.7.2); the report then shows its time in the queue
     and its execution apart (delivery_queue, delivery_execution).
+
+    The transactions are :attr:`table` (table.py); a workload derived from this one adds
+    a transaction by naming an extended table and its names (docs/extending.md).
     """
 
     name = "tpcc"
@@ -45,7 +50,9 @@ class TpccWorkload(Workload):
     scale_unit = "warehouses"
     run_options = RUN_OPTIONS
     spec_waits = True
-    transaction_names = mix.TRANSACTIONS
+    #: the transactions its sessions run (TpccSession gets it)
+    table: TransactionTable[Any] = TABLE
+    transaction_names = TABLE.names
     main_metric = ("tpmC", "new_order", 60.0)
     #: delivery=deferred (configure); then, in a worker, this step's executors' queues
     deferred_delivery = False
@@ -77,7 +84,7 @@ class TpccWorkload(Workload):
         if mode not in DELIVERY_MODES:
             raise TpsbenchError(f"TPC-C option delivery={mode!r}: use one of {', '.join(DELIVERY_MODES)}")
         self.deferred_delivery = mode == "deferred"
-        mix_shares(options)  # refused now, not in every worker
+        self.table.shares(options.get("mix", ""))  # refused now, not in every worker
         self.timing_names = deferred.TIMINGS if self.deferred_delivery else ()
 
     def background(self, ctx: RunContext, worker: int, workers: int) -> Sequence[Background]:
@@ -85,16 +92,16 @@ class TpccWorkload(Workload):
         says how many), whose queues the step's terminals then get (open_session)."""
         if not self.deferred_delivery:
             return ()
-        executors = deferred.components(ctx)
+        executors = deferred.components(ctx, self.table)
         self.delivery_queues = tuple(executor.queue for executor in executors)
         return executors
 
     def open_session(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> Session:
         if not self.deferred_delivery:
-            return TpccSession(ctx, user_id, users, conn, target)
+            return TpccSession(ctx, user_id, users, conn, target, self.table)
         if not self.delivery_queues:
             raise TpsbenchError("TPC-C delivery=deferred: the terminals need the worker's executors (background())")
-        return deferred.DeferringTerminal(ctx, user_id, users, conn, target, self.delivery_queues)
+        return deferred.DeferringTerminal(ctx, user_id, users, conn, target, self.delivery_queues, self.table)
 
     def __getstate__(self) -> dict[str, Any]:
         """Without a step's queues (locks), which belong to the worker process that made them."""

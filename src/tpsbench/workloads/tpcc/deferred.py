@@ -70,10 +70,11 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, cast
 
 from tpsbench.core.delays import waits_of
+from tpsbench.core.mix_session import MixSession
 from tpsbench.core.session import Background, RunContext, Session, TimingSink
 from tpsbench.core.target import Target
+from tpsbench.core.transactions import TransactionTable
 from tpsbench.workloads.tpcc.delivery import DeliveryInputs
-from tpsbench.workloads.tpcc.mix import KEYING_S, think_time
 from tpsbench.workloads.tpcc.session import TpccSession
 
 #: the spans recorded beside the transactions, in report order (Workload.timing_names)
@@ -148,10 +149,10 @@ def executors(ctx: RunContext) -> int:
     return max(1, min(MAX_EXECUTORS, ctx.scale))
 
 
-def components(ctx: RunContext) -> list[DeferredDelivery]:
+def components(ctx: RunContext, table: TransactionTable[Any] | None = None) -> list[DeferredDelivery]:
     """A worker's executors for one step, each with a queue of its own (fresh every step:
-    what a step left queued is not the next step's work)."""
-    return [DeferredDelivery(DeliveryQueue()) for _ in range(executors(ctx))]
+    what a step left queued is not the next step's work); ``table``: the workload's."""
+    return [DeferredDelivery(DeliveryQueue(), table) for _ in range(executors(ctx))]
 
 
 class DeferringTerminal(TpccSession):
@@ -162,7 +163,7 @@ class DeferringTerminal(TpccSession):
     """
 
     def __init__(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target,
-                 queues: Sequence[DeliveryQueue]) -> None:
+                 queues: Sequence[DeliveryQueue], table: TransactionTable[Any] | None = None) -> None:
         #: the worker's executors' queues: a request goes to that of its warehouse
         self.queues = tuple(queues)
         #: the inputs of the last transaction dealt, and of the last one the terminal got past
@@ -173,20 +174,21 @@ class DeferringTerminal(TpccSession):
         self._waiting: deque[tuple[object, list[DeliveryInputs]]] = deque()
         #: with think times on, requests the terminal got to, queued at its next keying time
         self._keyed: list[DeliveryInputs] = []
-        super().__init__(ctx, user_id, users, conn, target)
+        super().__init__(ctx, user_id, users, conn, target, table)
 
     def next_transaction(self) -> str:
-        name = self.deck.draw()
+        deal = super().next_transaction
+        name = deal()
         while name == "delivery":
             # the inline terminal's draws, in its order
-            request = cast(DeliveryInputs, TpccSession.inputs(self, name))
+            request = cast(DeliveryInputs, MixSession.inputs(self, name))
             if self._dealt is self._passed:  # nothing dealt is still ahead of the terminal
                 self._reached([request])
             elif self._waiting and self._waiting[-1][0] is self._dealt:
                 self._waiting[-1][1].append(request)
             else:
                 self._waiting.append((self._dealt, [request]))
-            name = self.deck.draw()
+            name = deal()
         return name
 
     def inputs(self, name: str) -> object:
@@ -209,11 +211,11 @@ class DeferringTerminal(TpccSession):
         wait = super().keying_time(name)
         if not self._keyed:
             return wait
-        now, ahead = time.monotonic(), 0.0
+        now, ahead, keying = time.monotonic(), 0.0, self.table["delivery"].keying_s
         for request in self._keyed:
-            ahead += KEYING_S["delivery"]
+            ahead += keying
             self._queue(request, now + ahead)
-            ahead += think_time("delivery", self.draw.wait_rng, True)
+            ahead += self.spec_think_time("delivery")
         self._keyed.clear()
         return ahead + wait
 
@@ -257,8 +259,9 @@ class DeliveryExecutor(TpccSession):
     Delivery (a TpccSession for its statements, procedure calls and connection set-up;
     its own deck and draws go unused)."""
 
-    def __init__(self, ctx: RunContext, conn: Any, target: Target, queue: DeliveryQueue, timing: TimingSink) -> None:
-        super().__init__(ctx, 0, 1, conn, target)
+    def __init__(self, ctx: RunContext, conn: Any, target: Target, queue: DeliveryQueue, timing: TimingSink,
+                 table: TransactionTable[Any] | None = None) -> None:
+        super().__init__(ctx, 0, 1, conn, target, table)
         self.queue = queue
         self.timing = timing
         #: the request at hand: when it was due, when its execution started
@@ -291,11 +294,12 @@ class DeferredDelivery(Background):
 
     name: ClassVar[str] = "deferred delivery"
 
-    def __init__(self, queue: DeliveryQueue) -> None:
+    def __init__(self, queue: DeliveryQueue, table: TransactionTable[Any] | None = None) -> None:
         self.queue = queue
+        self.table = table
 
     def open_session(self, ctx: RunContext, conn: Any, target: Target, timing: TimingSink) -> Session:
-        return DeliveryExecutor(ctx, conn, target, self.queue, timing)
+        return DeliveryExecutor(ctx, conn, target, self.queue, timing, self.table)
 
     def stop(self) -> None:
         self.queue.close()

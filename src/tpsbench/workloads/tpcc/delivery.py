@@ -39,16 +39,94 @@ That costs nothing in the common case (all 10 claimed) and keeps PostgreSQL's
 read-committed behaviour (a lost row is silently left out of the DELETE) from being
 counted as an empty district. Skipped districts are returned so the session can count
 them (§2.7.2.3 asks that they be reported when they exceed 1%).
+
+With stored procedures (procedures.py) the delivery is one call of ``tpcc_delivery``,
+answering with the O_ID delivered per district as text.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
+from tpsbench.core.procedures import call_statement
+from tpsbench.core.sql import SqlDialect, counted, marked, money_sql
+from tpsbench.workloads.tpcc import procedures
+from tpsbench.workloads.tpcc.draws import Draws
 from tpsbench.workloads.tpcc.loader import DISTRICTS_PER_WAREHOUSE
-from tpsbench.workloads.tpcc.mix import Draws
-from tpsbench.workloads.tpcc.sql import Statements
+from tpsbench.workloads.tpcc.sql import pair_keys, returning, update_from
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpcc.session import TpccSession
+
+#: the procedure's parameter types, in order (call_statement casts to them where it must)
+PROCEDURE_PARAMS = ("INTEGER", "INTEGER")
+
+
+@dataclass(frozen=True, slots=True)
+class DeliverySql:
+    """Delivery's statements for one dialect and marker; ``*_k`` are indexed by a count
+    of districts (index 0 unused); ``call`` is "" where the dialect calls no routines."""
+
+    claim: str
+    #: how many times ``claim`` takes W_ID
+    claim_params: int
+    oldest: str
+    delete_k: tuple[str, ...]
+    delete_one: str
+    carrier_k: tuple[str, ...]
+    lines_k: tuple[str, ...]
+    customer_k: tuple[str, ...]
+    call: str
+
+
+def statements(d: SqlDialect, mark: str) -> DeliverySql:
+    """The statements of the module docstring in ``d``'s SQL with the driver's ``mark``."""
+    m = partial(marked, mark=mark)
+    # the oldest NEW-ORDER row of one district, locked (waiting for a concurrent
+    # Delivery to commit or roll back, then moving on to the next row if it was taken)
+    oldest_one = (
+        f"SELECT {d.top1}no_d_id, no_o_id FROM new_order{d.table_lock} WHERE no_w_id = ? AND no_d_id = ?"
+        f" ORDER BY no_o_id{d.limit1}{d.row_lock}"
+    )
+    if d.returning:  # one MIN probe per district, from the district table's 10 ids
+        claim = (
+            "SELECT d_id, (SELECT MIN(n2.no_o_id) FROM new_order n2 WHERE n2.no_w_id = d_w_id"
+            " AND n2.no_d_id = d_id) FROM district WHERE d_w_id = ?"
+        )
+    else:  # MySQL: lock the oldest row of each district (a current read, in district order)
+        claim = " UNION ALL ".join(
+            "(" + oldest_one.replace("no_d_id = ?", f"no_d_id = {d_id}") + ")"
+            for d_id in range(1, DISTRICTS_PER_WAREHOUSE + 1)
+        )
+    amount = "(SELECT SUM(ol_amount) FROM order_line WHERE ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id)"
+    return DeliverySql(
+        claim=m(claim),
+        claim_params=claim.count("?"),
+        oldest=m(oldest_one),
+        delete_k=m(counted(lambda k: returning(
+            d, "DELETE FROM new_order", f"WHERE no_w_id = ? AND {pair_keys('no_d_id', 'no_o_id', k)}",
+            "no_d_id, no_o_id", table="deleted",
+        ), DISTRICTS_PER_WAREHOUSE)),
+        delete_one=m("DELETE FROM new_order WHERE no_w_id = ? AND no_d_id = ? AND no_o_id = ?"),
+        carrier_k=m(counted(lambda k: (
+            f"UPDATE orders SET o_carrier_id = ? WHERE o_w_id = ? AND {pair_keys('o_d_id', 'o_id', k)}"
+        ), DISTRICTS_PER_WAREHOUSE)),
+        lines_k=m(counted(lambda k: (
+            "UPDATE order_line SET ol_delivery_d = CURRENT_TIMESTAMP"
+            f" WHERE ol_w_id = ? AND {pair_keys('ol_d_id', 'ol_o_id', k)}"
+        ), DISTRICTS_PER_WAREHOUSE)),
+        customer_k=m(counted(lambda k: update_from(
+            d, "customer",
+            f"c_balance = {money_sql(d, 'c_balance + ' + amount)}, c_delivery_cnt = c_delivery_cnt + 1",
+            "orders",
+            f"o_w_id = ? AND {pair_keys('o_d_id', 'o_id', k)}"
+            " AND c_w_id = o_w_id AND c_d_id = o_d_id AND c_id = o_c_id",
+        ), DISTRICTS_PER_WAREHOUSE)),
+        call=m(call_statement(d, "tpcc_delivery", PROCEDURE_PARAMS)) if d.call else "",
+    )
 
 
 @dataclass(slots=True)
@@ -70,10 +148,16 @@ def inputs(draw: Draws, w_id: int) -> DeliveryInputs:
     return DeliveryInputs(w_id, draw.uniform(1, 10))
 
 
-def execute(cur: Any, s: Statements, inp: DeliveryInputs) -> DeliveryOutput:
-    """Deliver on ``cur``, leaving the transaction open for the caller to commit."""
+def user_inputs(session: TpccSession) -> DeliveryInputs:
+    """A terminal's delivery: :func:`inputs` for its warehouse (the table's entry)."""
+    return inputs(session.draw, session.pick_warehouse())
+
+
+def execute(session: TpccSession, inp: DeliveryInputs) -> DeliveryOutput:
+    """Deliver on the session's cursor, leaving the transaction open for the session to commit."""
+    cur, s = session.cur, session.stmts.delivery
     w_id = inp.w_id
-    claimed = _claim(cur, s, w_id)
+    claimed = _claim(cur, s, w_id, session.stmts.returning)
     for d_id in range(1, DISTRICTS_PER_WAREHOUSE + 1):
         if d_id not in claimed:
             o_id = _claim_one(cur, s, w_id, d_id)
@@ -83,36 +167,36 @@ def execute(cur: Any, s: Statements, inp: DeliveryInputs) -> DeliveryOutput:
     k = len(delivered)
     if k:
         pairs = [value for pair in delivered for value in pair]
-        cur.execute(s.dl_carrier_k[k], [inp.o_carrier_id, w_id, *pairs])
+        cur.execute(s.carrier_k[k], [inp.o_carrier_id, w_id, *pairs])
         _expect(cur, k, "orders")
-        cur.execute(s.dl_lines_k[k], [w_id, *pairs])
-        cur.execute(s.dl_customer_k[k], [w_id, *pairs])
+        cur.execute(s.lines_k[k], [w_id, *pairs])
+        cur.execute(s.customer_k[k], [w_id, *pairs])
         _expect(cur, k, "customers")
     skipped = tuple(d for d in range(1, DISTRICTS_PER_WAREHOUSE + 1) if d not in claimed)
     return DeliveryOutput(delivered, skipped)
 
 
-def _claim(cur: Any, s: Statements, w_id: int) -> dict[int, int]:
+def _claim(cur: Any, s: DeliverySql, w_id: int, returns: bool) -> dict[int, int]:
     """Delete (and so own) the oldest NEW-ORDER row of each district; {D_ID: O_ID}."""
-    cur.execute(s.dl_claim, (w_id,) * s.dl_claim_params)
+    cur.execute(s.claim, (w_id,) * s.claim_params)
     oldest = {int(d): int(o) for d, o in cur.fetchall() if o is not None}
     if not oldest:
         return oldest
     pairs = [value for pair in oldest.items() for value in pair]
-    cur.execute(s.dl_delete_k[len(oldest)], [w_id, *pairs])
-    if s.returning:  # the rows really deleted: a concurrent Delivery may have taken some
+    cur.execute(s.delete_k[len(oldest)], [w_id, *pairs])
+    if returns:  # the rows really deleted: a concurrent Delivery may have taken some
         return {int(d): int(o) for d, o in cur.fetchall()}
     _expect(cur, len(oldest), "locked NEW-ORDER rows deleted")
     return oldest
 
 
-def _claim_one(cur: Any, s: Statements, w_id: int, d_id: int) -> int | None:
+def _claim_one(cur: Any, s: DeliverySql, w_id: int, d_id: int) -> int | None:
     """The district's oldest NEW-ORDER row, locked and deleted; None when it has none."""
-    cur.execute(s.dl_oldest, (w_id, d_id))
+    cur.execute(s.oldest, (w_id, d_id))
     row = cur.fetchone()
     if row is None:
         return None
-    cur.execute(s.dl_delete_one, (w_id, d_id, row[1]))
+    cur.execute(s.delete_one, (w_id, d_id, row[1]))
     _expect(cur, 1, "NEW-ORDER rows deleted after locking one")
     return int(row[1])
 
@@ -120,3 +204,22 @@ def _claim_one(cur: Any, s: Statements, w_id: int, d_id: int) -> int | None:
 def _expect(cur: Any, rows: int, what: str) -> None:
     if cur.rowcount != rows:
         raise LookupError(f"Delivery: {cur.rowcount} {what}, expected {rows}")
+
+
+def call(session: TpccSession, inp: DeliveryInputs) -> tuple[str, tuple]:
+    """The procedure's call."""
+    return session.stmts.delivery.call, (inp.w_id, inp.o_carrier_id)
+
+
+def answer(session: TpccSession, inp: DeliveryInputs, error: Exception | None) -> bool:
+    """The call's row, kept for :func:`decode`; an error is raised as it is."""
+    return procedures.answered(session, "delivery", decode, inp, error)
+
+
+def decode(rows: Sequence[tuple], inp: DeliveryInputs) -> DeliveryOutput:
+    """The procedure's text answer lists the O_ID delivered per district, 0 for none."""
+    (text,) = rows[0]
+    o_ids = [int(value) for value in text.split(",")]
+    delivered = tuple((d_id, o_id) for d_id, o_id in enumerate(o_ids, 1) if o_id)
+    skipped = tuple(d_id for d_id, o_id in enumerate(o_ids, 1) if not o_id)
+    return DeliveryOutput(delivered, skipped)

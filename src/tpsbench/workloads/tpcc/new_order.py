@@ -27,6 +27,9 @@ Statements, the same count on every dialect (then COMMIT, or ROLLBACK for the 1%
 So 8 statements + COMMIT, against 4 + 4 x ol_cnt (about 44) in the spec's line-by-line
 form. Locking all stock rows in one statement also makes concurrent New-Orders take
 their stock locks in index order, which avoids most of the line-order deadlocks.
+
+With stored procedures (procedures.py) the order is one call of ``tpcc_new_order``, its
+lines sent as three lists of numbers (:func:`call`), its answer one row (:func:`answer`).
 """
 
 from __future__ import annotations
@@ -34,16 +37,86 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
-from tpsbench.core.sql import to_decimal
-from tpsbench.workloads.tpcc.loader import ITEMS
-from tpsbench.workloads.tpcc.mix import Draws, take
-from tpsbench.workloads.tpcc.sql import Statements
+from tpsbench.core.procedures import call_statement, requested_rollback
+from tpsbench.core.sql import SqlDialect, counted, marked, to_decimal
+from tpsbench.workloads.tpcc import procedures
+from tpsbench.workloads.tpcc.draws import Draws, take
+from tpsbench.workloads.tpcc.loader import DISTRICTS_PER_WAREHOUSE, ITEMS, OL_CNT_MAX
+from tpsbench.workloads.tpcc.sql import pair_keys, returning, update_from
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpcc.session import TpccSession
 
 #: an item id that no ITEM row has: the 1% rollback's "unused value" (§2.4.1.5)
 UNUSED_ITEM = ITEMS + 1
 CENT = Decimal("0.01")
+#: the most order lines, hence distinct stock rows and items, one New-Order can touch
+MAX_LINES = OL_CNT_MAX
+#: the procedure's parameter types, in order (call_statement casts to them where it must)
+PROCEDURE_PARAMS = ("INTEGER",) * 4 + ("INTEGER[]",) * 3
+
+
+@dataclass(frozen=True, slots=True)
+class NewOrderSql:
+    """New-Order's statements for one dialect and marker; ``*_k`` are indexed by a count
+    (index 0 unused); ``call`` is "" where the dialect calls no routines."""
+
+    district: str
+    #: MySQL through a driver without lastrowid (ODBC)
+    last_insert_id: str
+    head: str
+    order: str
+    new_order: str
+    stock_k: tuple[str, ...]
+    stock_update_k: tuple[str, ...]
+    items_k: tuple[str, ...]
+    lines_k: tuple[str, ...]
+    call: str
+
+
+def statements(d: SqlDialect, mark: str) -> NewOrderSql:
+    """The statements of the module docstring in ``d``'s SQL with the driver's ``mark``."""
+    m = partial(marked, mark=mark)
+    if d.returning:
+        district = returning(d, "UPDATE district SET d_next_o_id = d_next_o_id + 1",
+                             "WHERE d_w_id = ? AND d_id = ?", "d_next_o_id")
+    else:  # MySQL: the new value comes back as the connection's LAST_INSERT_ID
+        district = "UPDATE district SET d_next_o_id = LAST_INSERT_ID(d_next_o_id + 1) WHERE d_w_id = ? AND d_id = ?"
+    dist = " ".join(f"WHEN {i} THEN s_dist_{i:02d}" for i in range(1, DISTRICTS_PER_WAREHOUSE + 1))
+    first = "SELECT " + ", ".join(f"{d.int_param} AS {name}" for name in ("w", "i", "q", "ytd", "cnt", "rmt"))
+    more = "SELECT " + ", ".join([d.int_param] * 6)
+    return NewOrderSql(
+        district=m(district),
+        last_insert_id=m("SELECT LAST_INSERT_ID()"),
+        head=m("SELECT c_discount, c_last, c_credit, w_tax, d_tax FROM customer, warehouse, district"
+               " WHERE w_id = ? AND d_w_id = w_id AND d_id = ? AND c_w_id = w_id AND c_d_id = d_id AND c_id = ?"),
+        order=m("INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, o_all_local)"
+                " VALUES (?, ?, ?, ?, CURRENT_TIMESTAMP, NULL, ?, ?)"),
+        new_order=m("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)"),
+        stock_k=m(counted(lambda k: (
+            f"SELECT s_w_id, s_i_id, s_quantity, s_data, CASE {d.int_param} {dist} END FROM stock{d.table_lock}"
+            f" WHERE {pair_keys('s_w_id', 's_i_id', k)}{d.row_lock}"
+        ), MAX_LINES)),
+        stock_update_k=m(counted(lambda k: update_from(
+            d, "stock",
+            "s_quantity = v.q, s_ytd = s_ytd + v.ytd, s_order_cnt = s_order_cnt + v.cnt,"
+            " s_remote_cnt = s_remote_cnt + v.rmt",
+            "(" + " UNION ALL ".join([first] + [more] * (k - 1)) + ") v",
+            "s_w_id = v.w AND s_i_id = v.i",
+        ), MAX_LINES)),
+        items_k=m(counted(lambda k: (
+            f"SELECT i_id, i_price, i_name, i_data FROM item WHERE i_id IN ({', '.join(['?'] * k)})"
+        ), MAX_LINES)),
+        lines_k=m(counted(lambda k: (
+            "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_delivery_d,"
+            " ol_quantity, ol_amount, ol_dist_info) VALUES "
+            + ", ".join(["(?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)"] * k)
+        ), MAX_LINES)),
+        call=m(call_statement(d, "tpcc_new_order", PROCEDURE_PARAMS)) if d.call else "",
+    )
 
 
 @dataclass(slots=True)
@@ -122,29 +195,34 @@ def inputs(draw: Draws, w_id: int) -> NewOrderInputs:
     return NewOrderInputs(w_id, d_id, c_id, items, supply, take(draw.quantities, ol_cnt), rollback, all_local)
 
 
-def execute(cur: Any, s: Statements, inp: NewOrderInputs) -> NewOrderOutput | None:
-    """Run the order on ``cur``; None when an item id is unused (the caller rolls back).
+def user_inputs(session: TpccSession) -> NewOrderInputs:
+    """A terminal's order: :func:`inputs` for its warehouse (the table's entry)."""
+    return inputs(session.draw, session.pick_warehouse())
 
-    Leaves the transaction open: the caller commits on a result, rolls back on None.
-    """
+
+def execute(session: TpccSession, inp: NewOrderInputs) -> NewOrderOutput | None:
+    """Run the order on the session's cursor; None when an item id is unused (the
+    session rolls back). Leaves the transaction open: the session commits on a result."""
+    cur, s = session.cur, session.stmts.new_order
+    bind, returns = session.stmts.bind_money, session.stmts.returning
     w_id, d_id, lines = inp.w_id, inp.d_id, inp.lines
-    cur.execute(s.no_district, (w_id, d_id))
-    o_id = _next_order_id(cur, s) - 1
-    cur.execute(s.no_head, (w_id, d_id, inp.c_id))
+    cur.execute(s.district, (w_id, d_id))
+    o_id = _next_order_id(cur, s, returns) - 1
+    cur.execute(s.head, (w_id, d_id, inp.c_id))
     head = cur.fetchone()
     if head is None:
         raise LookupError(f"New-Order: no customer {inp.c_id} in district ({w_id}, {d_id})")
     c_discount, c_last, c_credit, w_tax, d_tax = head
     all_local = inp.all_local
-    cur.execute(s.no_order, (o_id, d_id, w_id, inp.c_id, len(lines), all_local))
-    cur.execute(s.no_new_order, (o_id, d_id, w_id))
+    cur.execute(s.order, (o_id, d_id, w_id, inp.c_id, len(lines), all_local))
+    cur.execute(s.new_order, (o_id, d_id, w_id))
 
     # stock: lock every distinct row at once, apply the lines in order, write back at once
     pairs = list(dict.fromkeys((sw, i_id) for i_id, sw, _ in lines))
     params: list[Any] = [d_id]
     for pair in pairs:
         params += pair
-    cur.execute(s.no_stock_k[len(pairs)], params)
+    cur.execute(s.stock_k[len(pairs)], params)
     stock = {(row[0], row[1]): row for row in cur.fetchall()}
     state: dict[tuple[int, int], list[int]] = {}
     for i_id, sw, qty in lines:
@@ -163,10 +241,10 @@ def execute(cur: Any, s: Statements, inp: NewOrderInputs) -> NewOrderOutput | No
         params = []
         for (sw, i_id), (q, ytd, cnt, remote) in state.items():
             params += (sw, i_id, q, ytd, cnt, remote)
-        cur.execute(s.no_stock_update_k[len(state)], params)
+        cur.execute(s.stock_update_k[len(state)], params)
 
     ids = list(dict.fromkeys(i_id for i_id, _, _ in lines))
-    cur.execute(s.no_items_k[len(ids)], ids)
+    cur.execute(s.items_k[len(ids)], ids)
     items = {row[0]: row for row in cur.fetchall()}
     if len(items) < len(ids):
         return None  # §2.4.2.3 "Item number is not valid": roll back
@@ -175,20 +253,19 @@ def execute(cur: Any, s: Statements, inp: NewOrderInputs) -> NewOrderOutput | No
         raise LookupError(f"New-Order: no stock row for item {missing[1]} in warehouse {missing[0]}")
 
     params, amounts, brands = [], [], []
-    bind = s.bind_money
     for number, (i_id, sw, qty) in enumerate(lines, 1):
         item, st_row = items[i_id], stock[(sw, i_id)]
         amount = qty * to_decimal(item[1])
         amounts.append(amount)
         brands.append("B" if "ORIGINAL" in item[3] and "ORIGINAL" in st_row[3] else "G")
         params += (o_id, d_id, w_id, number, i_id, sw, qty, bind(amount), st_row[4])
-    cur.execute(s.no_lines_k[len(lines)], params)
+    cur.execute(s.lines_k[len(lines)], params)
     return NewOrderOutput(o_id, c_last, c_credit, all_local, "".join(brands), sum(amounts), c_discount, w_tax, d_tax)
 
 
-def _next_order_id(cur: Any, s: Statements) -> int:
+def _next_order_id(cur: Any, s: NewOrderSql, returns: bool) -> int:
     """D_NEXT_O_ID after the increment: from RETURNING, else MySQL's LAST_INSERT_ID."""
-    if s.returning:
+    if returns:
         row = cur.fetchone()
         if row is None:
             raise LookupError("New-Order: no such district")
@@ -201,3 +278,43 @@ def _next_order_id(cur: Any, s: Statements) -> int:
         value = cur.fetchone()[0]
     return int(value)
 
+
+def call(session: TpccSession, inp: NewOrderInputs) -> tuple[str, tuple]:
+    """The procedure's call. The lines go as three lists of numbers in the dialect's
+    ``int_list`` form (PostgreSQL array literals, comma-separated text for MySQL, which
+    has no array parameters); every driver sends text alike.
+
+    Numbers by str(), not looked up in a table of their texts: the table (6 MB for every
+    item id) saved instructions, but each lookup of a random item missed the caches the
+    database had just filled (perf: a twentieth of the worker's CPU in tuple lookups)."""
+    s = session.stmts
+    supply = ",".join([str(inp.w_id)] * len(inp.supply) if inp.all_local else map(str, inp.supply))
+    items, quantities = ",".join(map(str, inp.items)), ",".join(map(str, inp.quantities))
+    form = s.dialect.int_list
+    if form != "%s":
+        items, supply, quantities = form % items, form % supply, form % quantities
+    return s.new_order.call, (inp.w_id, inp.d_id, inp.c_id, inp.all_local, items, supply, quantities)
+
+
+def answer(session: TpccSession, inp: NewOrderInputs, error: Exception | None) -> bool:
+    """The call's row, kept for :func:`decode`; False for the expected rollback of the
+    unused item: PostgreSQL's function raises ROLLBACK_SQLSTATE (the server has undone
+    it), MySQL's procedure rolls back itself and answers with a NULL O_ID."""
+    if error is not None:
+        if requested_rollback(error, procedures.ROLLBACK_SQLSTATE):
+            return False
+        raise error
+    rows = procedures.result(session.cur, "new_order")
+    if session.answers_rollback and rows[0][0] is None:
+        return False
+    session.answer_later(decode, rows, inp)
+    return True
+
+
+def decode(rows: Sequence[tuple], inp: NewOrderInputs) -> NewOrderOutput | None:
+    """The output, from the call's row."""
+    row = rows[0]
+    if row[0] is None:  # MySQL's procedure rolled back the unused item itself
+        return None
+    o_id, c_last, c_credit, brands, amount, discount, w_tax, d_tax = row
+    return NewOrderOutput(int(o_id), c_last, c_credit, inp.all_local, brands, amount, discount, w_tax, d_tax)

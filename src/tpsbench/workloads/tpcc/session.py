@@ -1,6 +1,9 @@
-"""One TPC-C virtual user: :class:`TpccSession`, the engine's view of the workload.
+"""One TPC-C virtual user: :class:`TpccSession`, the terminal's own state.
 
-A user is a TPC-C terminal: it has a home warehouse, ``(user_id % scale) + 1``, so that
+The transactions, the deck, dispatch by name, the choice between a procedure call and
+the statements, commit and rollback and the rules' waits are the generic session's
+(tpsbench.core.mix_session.MixSession) over TPC-C's table (table.py); this holds what is
+a terminal's own. A user is a TPC-C terminal: it has a home warehouse, ``(user_id % scale) + 1``, so that
 users spread evenly over the warehouses, and a fixed district for Stock-Level,
 ``(user_id // scale) % 10 + 1``, so that the first ten users of each warehouse cover its
 ten districts (§2.8.1.1 fixes a terminal's Stock-Level district). With the run option
@@ -15,7 +18,8 @@ uses the same ones and C_LAST's obeys the §2.1.6.1 gap.
 With the run option ``procedures=on`` (``auto``, the default, means on wherever the
 schema file has them: PostgreSQL and MySQL/MariaDB) New-Order, Payment and Delivery are
 each one call of a stored procedure and the connection is in autocommit mode, so every
-transaction is one round trip (procedures.py); ``off`` runs the statement path below.
+transaction is one round trip (procedures.py; Order-Status and Stock-Level are one
+statement each, sent as they are); ``off`` runs the statement path below.
 
 Statements go through the target's fast cursor where it has one (run option
 ``client=fast``, the default): on PostgreSQL libpq's prepared statements, each prepared
@@ -35,21 +39,22 @@ use their cursor (sqlite3 caches its compiled statements by text already).
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
-from tpsbench.core.cursor import CLIENT_CHOICES, CLIENT_HELP, Statement
+from tpsbench.core.cursor import CLIENT_CHOICES, CLIENT_HELP
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.parse import parse_mix
+from tpsbench.core.mix_session import MixSession
 from tpsbench.core.procedures import PROCEDURE_MODES, wants_procedures
-from tpsbench.core.session import RunContext, Session
+from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
+from tpsbench.core.transactions import TransactionTable, permuted
 from tpsbench.core.workload import Option
-from tpsbench.workloads.tpcc import delivery, new_order, order_status, payment, procedures, stock_level
+from tpsbench.workloads.tpcc import procedures
+from tpsbench.workloads.tpcc.draws import Draws, run_constants
 from tpsbench.workloads.tpcc.loader import DISTRICTS_PER_WAREHOUSE
-from tpsbench.workloads.tpcc.mix import TRANSACTIONS, Deck, Draws, keying_time, run_constants, think_time
-from tpsbench.workloads.tpcc.sql import Statements, statements
+from tpsbench.workloads.tpcc.statements import Statements, statements
+from tpsbench.workloads.tpcc.table import TABLE
 
 #: psycopg's prepared statements per connection: room for every statement variant in use
 PREPARED_MAX = 256
@@ -75,37 +80,21 @@ RUN_OPTIONS = (
            " delivery_execution).", DELIVERY_MODES),
 )
 
-_INPUTS = {
-    "new_order": new_order.inputs,
-    "payment": payment.inputs,
-    "order_status": order_status.inputs,
-    "delivery": delivery.inputs,
-}
-_EXECUTE: dict[str, Callable[..., Any]] = {
-    "new_order": new_order.execute,
-    "payment": payment.execute,
-    "order_status": order_status.execute,
-    "delivery": delivery.execute,
-    "stock_level": stock_level.execute,
-}
-
 
 def uses_procedures(options: dict[str, str], s: Statements) -> bool:
     """Whether a run with ``options`` calls stored procedures on the dialect of ``s``."""
     return wants_procedures("TPC-C", options, procedures.available(s), s.dialect.name)
 
 
-def mix_shares(options: Mapping[str, str]) -> dict[str, float] | None:
-    """The mix --mix asks for (None: the rules' mix), or a one-line error."""
-    text = options.get("mix", "")
-    return parse_mix(text, TRANSACTIONS) if text else None
+class TpccSession(MixSession):
+    """A TPC-C terminal on one DB-API connection (see the module docstring); ``table``:
+    another transaction table than TPC-C's own (one extended with a transaction)."""
 
+    table = TABLE
 
-class TpccSession(Session):
-    """A TPC-C terminal on one DB-API connection (see the module docstring)."""
-
-    def __init__(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target) -> None:
-        super().__init__(ctx, user_id, users, conn, target)
+    def __init__(self, ctx: RunContext, user_id: int, users: int, conn: Any, target: Target,
+                 table: TransactionTable[Any] | None = None) -> None:
+        super().__init__(ctx, user_id, users, conn, target, table)
         if ctx.scale < 1:
             raise TpsbenchError(f"TPC-C needs at least one warehouse, the schema says {ctx.scale}")
         mode = ctx.options.get("warehouses", "home")
@@ -114,8 +103,6 @@ class TpccSession(Session):
         self.all_warehouses = mode == "all"
         #: the statement path (--client): one of the target's, or "dbapi"
         self.client = target.client_path(ctx.options.get("client", "fast"))
-        #: TPC-C's own keying and think times (--think spec), else the engine's draws
-        self.spec_keying, self.spec_think = self.keying_delay.kind == "spec", self.think_delay.kind == "spec"
         self.home_w = user_id % ctx.scale + 1
         self.home_d = (user_id // ctx.scale) % DISTRICTS_PER_WAREHOUSE + 1
         load = {name.removeprefix("const_"): int(value) for name, value in ctx.constants.items()}
@@ -124,75 +111,18 @@ class TpccSession(Session):
         except ValueError as exc:
             raise TpsbenchError(f"TPC-C: {exc}; rebuild the database") from exc
         self.draw = Draws(ctx.seed, user_id, ctx.scale, self.c_run)
-        self.deck = Deck(self.draw.gen, mix_shares(ctx.options))
+        #: the warehouse of a transaction: the home one (a C call), or one drawn per transaction
+        self.pick_warehouse = self.draw.warehouse if self.all_warehouses else repeat(self.home_w).__next__
+        #: think times from their own stream, so that the inputs drawn do not depend on them
+        self.spec_rng = self.draw.wait_rng
+        self.deal(permuted(self.draw.gen), self.table.cards(self.table.shares(ctx.options.get("mix", ""))))
         self.stmts = statements(target.sql, target.placeholder())
         #: one stored-procedure call per transaction, in autocommit (procedures.py)
-        self.procedures = self.one_statement = uses_procedures(ctx.options, self.stmts)
+        self.procedures = uses_procedures(ctx.options, self.stmts)
+        self.use_calls(self.procedures)
         #: whether a New-Order call's answer must be looked at for its rollback
         self.answers_rollback = procedures.answers_rollback(self.stmts)
-        #: the last committed transaction's output (last_output), and a call's answer
-        #: still to decode: (its answer function, its rows, its inputs)
-        self._output: object = None
-        self._answer: tuple[Callable[[Sequence[tuple], Any], Any], Sequence[tuple], object] | None = None
         self.rebind(conn)
-
-    def next_transaction(self) -> str:
-        return self.deck.draw()
-
-    def inputs(self, name: str) -> object:
-        w_id = self.draw.warehouse() if self.all_warehouses else self.home_w
-        if name == "stock_level":
-            return stock_level.inputs(self.draw, w_id, self.home_d)
-        return _INPUTS[name](self.draw, w_id)
-
-    def execute(self, name: str, inputs: object) -> bool:
-        """Run ``name``; commit, or roll back and return False for New-Order's unused item."""
-        if self.procedures:
-            return super().execute(name, inputs)  # the one call of transaction()
-        try:
-            output = _EXECUTE[name](self.cur, self.stmts, inputs)
-            if output is None:
-                self._rollback()
-                return False
-            self._commit()
-        except BaseException:
-            with contextlib.suppress(Exception):  # the connection may be gone; the first error matters
-                self._rollback()
-            raise
-        self._output, self._answer = output, None
-        return True
-
-    def call(self, name: str, inputs: object) -> Statement:
-        """With procedures: the one call that is the whole transaction, in autocommit."""
-        return procedures.CALLS[name][0](self.stmts, inputs)
-
-    def answered(self, name: str, inputs: object, error: Exception | None) -> bool:
-        """The call's answer, or its error: the server or the procedure has rolled back
-        whatever failed, and New-Order's expected rollback is no failure (procedures.failed)."""
-        if error is not None:
-            procedures.failed(name, error)
-            return False
-        rows = procedures.result(self.cur, name)
-        if name == "new_order" and self.answers_rollback and rows[0][0] is None:
-            return False  # MySQL's procedure rolled the unused item back itself
-        # decoded when read: the run only counts it (procedures.result)
-        self._answer = procedures.CALLS[name][1], rows, inputs
-        return True
-
-    @property
-    def last_output(self) -> object:
-        """The last committed transaction's output, as the terminal would show it (tests
-        and debugging look at it)."""
-        if self._answer is not None:
-            answer, rows, inputs = self._answer
-            self._output, self._answer = answer(rows, inputs), None
-        return self._output
-
-    def keying_time(self, name: str) -> float:
-        return keying_time(name, True) if self.spec_keying else super().keying_time(name)
-
-    def think_time(self, name: str) -> float:
-        return think_time(name, self.draw.wait_rng, True) if self.spec_think else super().think_time(name)
 
     def rebind(self, conn: Any) -> None:
         """Take ``conn`` and the target's fast cursor on it, else set it up for prepared
@@ -203,14 +133,12 @@ class TpccSession(Session):
         if self.procedures:
             self.target.set_autocommit(conn)  # each call is its own transaction
         if cur is not None:
-            self.cur = cur
-            self._commit, self._rollback = cur.commit, cur.rollback
+            self.use_cursor(cur, cur.commit, cur.rollback)
         else:
-            self._commit, self._rollback = conn.commit, conn.rollback
-            self._dbapi_cursor(conn)
-        self.transaction_cursor = self.cur if self.procedures else None
+            self.use_cursor(self._dbapi_cursor(conn))
 
-    def _dbapi_cursor(self, conn: Any) -> None:
+    @staticmethod
+    def _dbapi_cursor(conn: Any) -> Any:
         if type(conn).__module__.startswith("psycopg"):
             from psycopg.types.numeric import Int8Dumper
 
@@ -218,4 +146,4 @@ class TpccSession(Session):
                 conn.prepare_threshold = 0
                 conn.prepared_max = max(conn.prepared_max or 0, PREPARED_MAX)
             conn.adapters.register_dumper(int, Int8Dumper)
-        self.cur = conn.cursor()
+        return conn.cursor()

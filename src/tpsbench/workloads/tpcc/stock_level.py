@@ -12,13 +12,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from tpsbench.workloads.tpcc.mix import Draws
-from tpsbench.workloads.tpcc.sql import Statements
+from tpsbench.core.sql import SqlDialect, marked
+from tpsbench.workloads.tpcc import procedures
+from tpsbench.workloads.tpcc.draws import Draws
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpcc.session import TpccSession
 
 #: §2.8.1.2 threshold range
 THRESHOLD_MIN, THRESHOLD_MAX = 10, 20
+
+
+@dataclass(frozen=True, slots=True)
+class StockLevelSql:
+    """Stock-Level's one statement for one dialect and marker."""
+
+    count: str
+
+
+def statements(d: SqlDialect, mark: str) -> StockLevelSql:
+    """The statement of the module docstring with the driver's ``mark`` (the same SQL everywhere)."""
+    return StockLevelSql(marked(
+        "SELECT COUNT(DISTINCT s_i_id) FROM district"
+        " JOIN order_line ON ol_w_id = d_w_id AND ol_d_id = d_id"
+        " AND ol_o_id < d_next_o_id AND ol_o_id >= d_next_o_id - 20"
+        " JOIN stock ON s_w_id = ol_w_id AND s_i_id = ol_i_id"
+        " WHERE d_w_id = ? AND d_id = ? AND s_quantity < ?", mark))
 
 
 @dataclass(slots=True)
@@ -33,17 +54,29 @@ def inputs(draw: Draws, w_id: int, d_id: int) -> StockLevelInputs:
     return StockLevelInputs(w_id, d_id, draw.uniform(THRESHOLD_MIN, THRESHOLD_MAX))
 
 
-def request(s: Statements, inp: StockLevelInputs) -> tuple[str, tuple]:
+def user_inputs(session: TpccSession) -> StockLevelInputs:
+    """A terminal's count: :func:`inputs` for its warehouse and its own district (the table's entry)."""
+    return inputs(session.draw, session.pick_warehouse(), session.home_d)
+
+
+def call(session: TpccSession, inp: StockLevelInputs) -> tuple[str, tuple]:
     """The statement and its parameters."""
-    return s.sl_count, (inp.w_id, inp.d_id, inp.threshold)
+    return session.stmts.stock_level.count, (inp.w_id, inp.d_id, inp.threshold)
 
 
-def answer(rows: Sequence[tuple], inp: StockLevelInputs) -> int:
+def answer(session: TpccSession, inp: StockLevelInputs, error: Exception | None) -> bool:
+    """The statement's row, kept for :func:`decode`; an error is raised as it is."""
+    return procedures.answered(session, "stock_level", decode, inp, error)
+
+
+def decode(rows: Sequence[tuple], inp: StockLevelInputs) -> int:
     """The number of low-stock items, from the statement's row."""
     return int(rows[0][0])
 
 
-def execute(cur: Any, s: Statements, inp: StockLevelInputs) -> int:
-    """Count the low-stock items on ``cur``; the caller commits (ends the read transaction)."""
-    cur.execute(*request(s, inp))
-    return answer(cur.fetchall(), inp)
+def execute(session: TpccSession, inp: StockLevelInputs) -> int:
+    """Count the low-stock items on the session's cursor; the session commits (ends the
+    read transaction)."""
+    cur = session.cur
+    cur.execute(*call(session, inp))
+    return decode(cur.fetchall(), inp)

@@ -1,13 +1,5 @@
-"""The TPC-C transaction mix, keying and think times (§5.2), and each user's random draws.
-
-The mix is a deck of 100 cards (45 New-Order, 43 Payment, 4 each of Order-Status,
-Delivery and Stock-Level) that every user shuffles on its own and deals to the end
-before shuffling again. A deck rather than an independent draw per transaction keeps
-every window of 100 transactions of one user exactly at the weights, so short runs meet
-the §5.2.3 minimums (Payment >= 43%, the others >= 4%) instead of missing them by chance.
-With ``delivery=deferred`` the terminals still deal Delivery cards but queue them
-(deferred.py): the mix a step reports counts the Deliveries its executors committed,
-which matches the cards dealt once they keep up, short of those queued at the step's end.
+"""Each TPC-C user's random draws, and the run's C constants (the mix and the rules'
+waits are the transaction table's, table.py).
 
 :class:`Draws` holds a user's random streams. The draws every transaction makes
 (NURand values from :func:`columns.nurand`, the loader's own vectorised function; districts,
@@ -18,10 +10,9 @@ costs several microseconds, and dealt by iterators in C; the rare ones use Pytho
 
 from __future__ import annotations
 
-import math
 import random
 from array import array
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from functools import partial
 from itertools import chain, islice, repeat
@@ -39,59 +30,10 @@ from tpsbench.workloads.tpcc.loader import (
     OL_CNT_MIN,
 )
 
-#: transaction names, in report order
-TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")
-#: cards per 100 (the BenchBase/HammerDB weights that meet the §5.2.3 minimums)
-WEIGHTS = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4, "stock_level": 4}
-#: §5.2.5.7 minimum keying times, seconds
-KEYING_S = {"new_order": 18.0, "payment": 3.0, "order_status": 2.0, "delivery": 2.0, "stock_level": 2.0}
-#: §5.2.5.4 minimum mean think times, seconds
-THINK_MEAN_S = {"new_order": 12.0, "payment": 12.0, "order_status": 10.0, "delivery": 5.0, "stock_level": 5.0}
-#: §5.2.5.4: a think time may be truncated at ten times its mean
-THINK_CAP = 10.0
 #: values drawn per numpy call
 POOL_SIZE = 1024
 #: last names by number, as str (rand.LAST_NAMES holds bytes)
 LAST_NAMES: tuple[str, ...] = tuple(name.decode() for name in rand.LAST_NAMES.tolist())
-
-
-class Deck:
-    """A shuffled deck of transaction names, dealt one card at a time.
-
-    The deck is an endless iterator in C (one shuffled copy after another, shuffled by
-    numpy), so a deal is one ``next()``: a deal and its share of the shuffle in Python
-    cost some fifty bytecodes a transaction (bench/results/client_callgrind.txt).
-    """
-
-    __slots__ = ("_deal",)
-
-    def __init__(self, gen: np.random.Generator, shares: Mapping[str, float] | None = None) -> None:
-        """``shares``: each transaction's share of the mix (``--mix``, summing to 1), dealt
-        as cards per 1,000; default WEIGHTS, the cards per 100 of the rules' mix."""
-        counts = WEIGHTS if shares is None else {name: round(1000 * share) for name, share in shares.items()}
-        cards = np.array([name for name, count in counts.items() for _ in range(count)], dtype=object)
-        self._deal: Iterator[str] = chain.from_iterable(map(_shuffled, repeat(cards), repeat(gen)))
-
-    def draw(self) -> str:
-        """The next card; the deck is reshuffled whenever it runs out."""
-        return next(self._deal)
-
-
-def _shuffled(cards: np.ndarray, gen: np.random.Generator) -> list[str]:
-    return cards[gen.permutation(len(cards))].tolist()
-
-
-def keying_time(name: str, think: bool) -> float:
-    """§5.2.5.7 keying time of ``name`` in seconds; 0 when think times are off."""
-    return KEYING_S[name] if think else 0.0
-
-
-def think_time(name: str, rng: random.Random, think: bool) -> float:
-    """§5.2.5.4 think time ``-ln(r) * mean`` with r uniform in (0, 1], capped at 10 x mean."""
-    if not think:
-        return 0.0
-    mean = THINK_MEAN_S[name]
-    return min(-math.log(1.0 - rng.random()) * mean, THINK_CAP * mean)
 
 
 def run_constants(seed: int, load: dict[str, int]) -> dict[str, int]:
