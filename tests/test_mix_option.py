@@ -70,7 +70,7 @@ def test_tpce_users_take_a_mix_of_their_own_and_the_market_keeps_its_transaction
 
     from tpsbench.core.transactions import Deck as TpceDeck
     from tpsbench.core.transactions import shuffled_copy
-    from tpsbench.workloads.tpce.transactions import TABLE
+    from tpsbench.workloads.tpce.table import TABLE
 
     deck = TpceDeck(TABLE.cards(TABLE.shares("trade_order=300,trade_status=700")), shuffled_copy(random.Random(3)))
     dealt = [deck.draw() for _ in range(2000)]

@@ -34,11 +34,11 @@ from tpsbench.workloads.tpce.maintenance import Maintenance
 from tpsbench.workloads.tpce.market_feed import MarketFeedInputs
 from tpsbench.workloads.tpce.mee import MarketExchange, MarketSession
 from tpsbench.workloads.tpce.session import TpceSession
+from tpsbench.workloads.tpce.table import CUSTOMER_WEIGHTS as WEIGHTS
 from tpsbench.workloads.tpce.trade_lookup import TradeLookupInputs
 from tpsbench.workloads.tpce.trade_order import TradeOrderInputs
 from tpsbench.workloads.tpce.trade_result import TradeResultInputs
 from tpsbench.workloads.tpce.trade_status import TradeStatusInputs
-from tpsbench.workloads.tpce.transactions import CUSTOMER_WEIGHTS as WEIGHTS
 
 SEED = 7
 LOAD_TIME = "2026-01-02 17:30:00"
@@ -435,7 +435,7 @@ def test_a_run_through_odbc_reconciles_and_passes_the_checks(db: Db, tmp_path: P
 def test_the_statements_are_built_for_every_dialect_and_sql_server_parses_them() -> None:
     import sqlglot
 
-    from tpsbench.workloads.tpce.transactions import statements
+    from tpsbench.workloads.tpce.table import statements
 
     def texts(s: Any) -> list[str]:
         """Every statement of the table: its strings, and those of its tuples, in every
@@ -495,7 +495,7 @@ def test_the_deck_and_the_sub_mixes_follow_b2_with_skewed_customers_and_trades()
         trade_order,
     )
     from tpsbench.workloads.tpce.mix import Draws, price_range
-    from tpsbench.workloads.tpce.transactions import CUSTOMER_WEIGHTS, TABLE
+    from tpsbench.workloads.tpce.table import CUSTOMER_WEIGHTS, TABLE
 
     draw = Draws(3, 0, synthetic_world())
     deck = Deck(TABLE.cards(), shuffled_copy(draw.rng))

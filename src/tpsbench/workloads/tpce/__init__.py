@@ -39,7 +39,7 @@ from tpsbench.workloads.tpce.layout import (
 )
 from tpsbench.workloads.tpce.maintenance import Maintenance
 from tpsbench.workloads.tpce.session import TpceSession
-from tpsbench.workloads.tpce.transactions import TABLE
+from tpsbench.workloads.tpce.table import TABLE
 
 BUILD_OPTIONS = (
     Option("trade_days", str(DEFAULT_TRADE_DAYS),

@@ -1,7 +1,7 @@
 """The session base that runs TPC-E's transactions: :class:`FramesSession`.
 
 It is what the users', the market exchange emulator's and Data-Maintenance's sessions share, on the generic mix session
-(tpsbench.core.mix_session) with TPC-E's table (transactions.py): the table of
+(tpsbench.core.mix_session) with TPC-E's table (table.py): the table of
 statements, the connection's :class:`~tpsbench.workloads.tpce.sql.Link`, the calls of
 the stored procedures where the run option ``procedures`` has them on, and the hand-over
 of a committed transaction's output to the market exchange emulator (mee.py).
@@ -17,7 +17,7 @@ from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
 from tpsbench.workloads.tpce import procedures
 from tpsbench.workloads.tpce.sql import Link
-from tpsbench.workloads.tpce.transactions import TABLE, for_target
+from tpsbench.workloads.tpce.table import TABLE, for_target
 
 if TYPE_CHECKING:
     from tpsbench.workloads.tpce.mee import MarketExchange, Work

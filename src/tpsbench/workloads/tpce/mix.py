@@ -1,4 +1,4 @@
-"""Each TPC-E user's random draws (the mix they deal is the table's, transactions.py).
+"""Each TPC-E user's random draws (the mix they deal is the table's, table.py).
 
 Non-uniform selection (EGen skews customers, accounts and trade ids; its exact
 functions are not reproduced, the brief allows dropping exact RNG): a customer is

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from tpsbench.core.procedures import wants_procedures
 from tpsbench.core.target import Target
-from tpsbench.workloads.tpce.transactions import TABLE
+from tpsbench.workloads.tpce.table import TABLE
 
 #: the transactions that have a routine, sent as one call each where the run has them on
 CALLS = tuple(t.name for t in TABLE if t.call is not None)

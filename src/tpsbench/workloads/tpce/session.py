@@ -1,6 +1,6 @@
 """One emulated TPC-E customer: :class:`TpceSession`, the engine's view of a user.
 
-A user deals the customer emulator's mix (transactions.py: the brief's B2 without
+A user deals the customer emulator's mix (table.py: the brief's B2 without
 Trade-Result and Market-Feed), draws each transaction's inputs over what the database
 holds (universe.py) and runs its frames as client SQL, or with the run option
 ``procedures`` one call of its stored procedure where it has one (procedures.py): the

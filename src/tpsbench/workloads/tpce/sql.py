@@ -16,7 +16,7 @@ comes from the dialect, through the helpers here:
 
 Statements whose shape depends on a count (an IN list of k trade ids) are built for every
 count when the table is first asked for, and the table is cached per (dialect, marker)
-(transactions.statements, which :func:`prepared` gives the driver's marker): the hot
+(table.statements, which :func:`prepared` gives the driver's marker): the hot
 path formats nothing.
 
 :class:`Link` is how a session runs them: the target's fast cursor where it has one

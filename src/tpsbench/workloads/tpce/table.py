@@ -70,12 +70,8 @@ TABLE: TransactionTable[FramesSession] = TransactionTable((
                 answer=trade_lookup.answer),
     Transaction("data_maintenance", 0, data_maintenance.drawn, run=data_maintenance.run),
 ))
-#: every transaction of the run, in report order (B2's table)
-TRANSACTIONS = TABLE.names
 #: the users' deck: B2's weights per 1000 of the whole mix, without the market's
 CUSTOMER_WEIGHTS = TABLE.cards()
-#: what the market exchange emulator sends, not the customers
-FROM_MARKET = ("trade_result", "market_feed")
 
 
 @dataclass(frozen=True)
