@@ -1,10 +1,11 @@
 """The session base that runs TPC-E's transactions: :class:`FramesSession`.
 
-It is what the users', the market exchange emulator's and Data-Maintenance's sessions share, on the generic mix session
-(tpsbench.core.mix_session) with TPC-E's table (table.py): the table of
-statements, the connection's :class:`~tpsbench.workloads.tpce.sql.Link`, the calls of
-the stored procedures where the run option ``procedures`` has them on, and the hand-over
-of a committed transaction's output to the market exchange emulator (mee.py).
+It is what the users', the market exchange emulator's and Data-Maintenance's sessions
+share, on the generic mix session (tpsbench.core.mix_session) with TPC-E's table
+(table.py): the table of statements, the connection's
+:class:`~tpsbench.workloads.tpce.sql.Link`, the calls of the stored procedures where the
+run option ``procedures`` has them on, and the hand-over of a committed transaction's
+output to the market exchange emulator (mee.py), after its commit.
 """
 
 from __future__ import annotations
