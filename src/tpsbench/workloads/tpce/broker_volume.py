@@ -51,7 +51,6 @@ def inputs(draw: Draws) -> BrokerVolumeInputs:
     return BrokerVolumeInputs(draw.rng.sample(brokers, n), draw.pick(draw.world.sectors))
 
 
-
 def drawn(user: FramesSession) -> BrokerVolumeInputs:
     """The inputs from the user's draws."""
     return inputs(user.draw)

@@ -84,7 +84,6 @@ def inputs(draw: Draws) -> CustomerPositionInputs:
                                   draw.percent() <= 50, draw.rng.randrange(MAX_ACCOUNTS))
 
 
-
 def drawn(user: FramesSession) -> CustomerPositionInputs:
     """The inputs from the user's draws."""
     return inputs(user.draw)

@@ -112,7 +112,6 @@ def inputs(draw: Draws, turn: int) -> DataMaintenanceInputs:
         draw.symbol(), day(draw.market_day()), draw.rng.randint(1, 10), draw.pick(world.tax_ids))
 
 
-
 def drawn(user: FramesSession) -> DataMaintenanceInputs:
     """The inputs of the session's next turn."""
     return inputs(user.draw, user.next_turn())

@@ -89,7 +89,6 @@ def statements(d: SqlDialect) -> MarketFeedSql:
     )
 
 
-
 def dispatched(user: FramesSession) -> MarketFeedInputs:
     """The inputs of the exchange's work the session runs: its ticker entries."""
     work = user.work

@@ -72,7 +72,6 @@ def inputs(draw: Draws) -> MarketWatchInputs:
     return MarketWatchInputs(HOLDINGS, draw.account(), 0, 0, start)
 
 
-
 def drawn(user: FramesSession) -> MarketWatchInputs:
     """The inputs from the user's draws."""
     return inputs(user.draw)

@@ -94,7 +94,6 @@ def inputs(draw: Draws) -> SecurityDetailInputs:
     return SecurityDetailInputs(draw.symbol(), max_rows, day(draw.market_day(max_rows)), draw.percent() == 1)
 
 
-
 def drawn(user: FramesSession) -> SecurityDetailInputs:
     """The inputs from the user's draws."""
     return inputs(user.draw)

@@ -126,7 +126,6 @@ def inputs(draw: Draws, bounds: tuple[int, ...] = FRAME_BOUNDS) -> TradeLookupIn
     return TradeLookupInputs(frame, [], draw.account(), "", start, end)
 
 
-
 def drawn(user: FramesSession) -> TradeLookupInputs:
     """The inputs from the user's draws."""
     return inputs(user.draw)

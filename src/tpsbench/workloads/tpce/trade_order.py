@@ -173,7 +173,6 @@ def inputs(draw: Draws, trade_id: int) -> TradeOrderInputs:
         requested_price=draw.limit_price(security), trade_qty=draw.pick(QUANTITIES))
 
 
-
 def drawn(user: FramesSession) -> TradeOrderInputs:
     """The inputs from the user's draws, with its next trade id."""
     return inputs(user.draw, user.next_trade_id())

@@ -135,7 +135,6 @@ def statements(d: SqlDialect) -> TradeResultSql:
     )
 
 
-
 def dispatched(user: FramesSession) -> TradeResultInputs:
     """The inputs of the exchange's work the session runs: a market order trades at the
     market's price now."""

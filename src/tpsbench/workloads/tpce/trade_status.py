@@ -57,7 +57,6 @@ def inputs(draw: Draws) -> TradeStatusInputs:
     return TradeStatusInputs(draw.account())
 
 
-
 def drawn(user: FramesSession) -> TradeStatusInputs:
     """The inputs from the user's draws."""
     return inputs(user.draw)

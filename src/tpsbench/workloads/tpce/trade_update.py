@@ -51,7 +51,6 @@ def inputs(draw: Draws) -> TradeLookupInputs:
     return trade_lookup.inputs(draw, FRAME_BOUNDS)
 
 
-
 def drawn(user: FramesSession) -> TradeLookupInputs:
     """The inputs from the user's draws."""
     return inputs(user.draw)
@@ -91,7 +90,6 @@ def toggled_shares(name: str) -> str:
     if " shares of " in name:
         return name.replace(" shares of ", " Shares of ")
     return name.replace(" Shares of ", " shares of ")
-
 
 
 def call(user: FramesSession, inp: TradeLookupInputs) -> tuple[str, tuple]:
