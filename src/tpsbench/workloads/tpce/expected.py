@@ -82,3 +82,4 @@ def trade_rows(seed: int, lu: int, trade_days: int) -> dict[str, int]:
     return {"trade_history": history, "settlement": done_count, "cash_transaction": cash,
             "holding_history": done_count, "holding": int(np.abs(walk).sum()),
             "holding_summary": int(np.count_nonzero(walk)), "trade_request": waiting}
+
