@@ -64,6 +64,22 @@ def status(conn: Any, name: str) -> int:
     return value
 
 
+def answered(cur: PreparedCursor, encoded: Any) -> None:
+    """Send ``encoded`` without waiting and read its answer as the shared thread does:
+    the socket waited on until the cursor has it all."""
+    if not cur.send_encoded(encoded):
+        while True:
+            assert select.select([cur.fileno()], [], [], 5.0)[0], "no answer in 5 s"
+            if cur.receive():
+                break
+
+
+def answer(cur: PreparedCursor, encoded: Any) -> list[tuple]:
+    """The rows of ``encoded``'s answer (:func:`answered`)."""
+    answered(cur, encoded)
+    return list(cur.fetchall())
+
+
 def test_rows_have_the_text_paths_values_and_types(conn: Any) -> None:
     """Every column type of the workloads, NULLs, a text longer than the first buffer and
     an unsigned value past 2**63: what the prepared path reads is what the text path reads."""
@@ -150,18 +166,27 @@ def test_statements_sent_without_waiting_are_answered_in_turn(conn: Any) -> None
     fd = cur.fileno()
     assert fd == counting.fileno() == conn.fileno()
     for n in range(1, 201):
-        if not cur.send_encoded(cur.encode("SELECT %s, REPEAT('z', %s)", (n, n * 10))):
-            while True:
-                select.select([fd], [], [], 5.0)
-                if cur.receive():
-                    break
-        assert list(cur.fetchall()) == [(n, "z" * n * 10)]
+        assert answer(cur, cur.encode("SELECT %s, REPEAT('z', %s)", (n, n * 10))) == [(n, "z" * n * 10)]
     cur.execute("CALL pp(%s)", (7,))  # a blocking call on the non-blocking socket still works
     assert list(cur.fetchall()) == [(7, "a")]
-    if not counting.send_encoded(counting.encode("UPDATE tp SET b = %s WHERE a = %s", ("q", -1))):
-        select.select([fd], [], [], 5.0)
-        assert counting.receive()
+    answered(counting, counting.encode("UPDATE tp SET b = %s WHERE a = %s", ("q", -1)))
     assert counting.kind == 2
+
+
+def test_a_statement_new_to_the_connection_is_prepared_at_its_send_without_waiting(conn: Any) -> None:
+    """Encoding (ahead, on the shared thread) sends nothing; the prepare goes with the
+    send, its answer waited for on the socket like any other, then the execute's."""
+    cur = PreparedCursor(conn)
+    cur.fileno()
+    prepared = status(conn, "Com_stmt_prepare")
+    first, second = cur.encode("SELECT %s * 2", (21,)), cur.encode("SELECT %s * 2", (5,))
+    assert status(conn, "Com_stmt_prepare") == prepared  # nothing sent
+    assert answer(cur, first) == [(42,)]
+    assert answer(cur, second) == [(10,)]  # encoded before the prepare: prepared by now, not again
+    assert status(conn, "Com_stmt_prepare") == prepared + 1  # once
+    with pytest.raises(Exception, match="1064"):  # the server's error, as the statement's
+        answer(cur, cur.encode("SELEKT %s", (1,)))
+    assert answer(cur, cur.encode("SELECT %s * 2", (4,))) == [(8,)]
 
 
 def test_a_statement_the_server_will_not_prepare_goes_as_text(conn: Any) -> None:
@@ -182,6 +207,7 @@ def test_a_statement_the_server_will_not_prepare_goes_as_text(conn: Any) -> None
         assert not cur.send_encoded(cur.encode("SELECT %s + 2", (5,)))
         select.select([cur.fileno()], [], [], 5.0)
         assert cur.receive() and list(cur.fetchall()) == [(7,)]
+        assert answer(cur, cur.encode("SELECT %s + 3", (5,))) == [(8,)]  # refused at a prepare sent without waiting
         cur.execute("SELECT %s + 1", (2,))  # the prepared one still is
         assert list(cur.fetchall()) == [(3,)] and status(conn, "Com_stmt_execute") == executed + 1
         cur.close()

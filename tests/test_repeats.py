@@ -21,6 +21,7 @@ from tpsbench.measure.summary import LatencyStats, SteadySummary
 from tpsbench.report.compare import compare, summary_lines, to_text
 from tpsbench.report.repeats import REPEATS_ROW, repeat_columns
 from tpsbench.report.table import build_table, render
+from tpsbench.report.usl import UslFit
 from tpsbench.results.records import RunData
 from tpsbench.results.store import ResultsStore
 
@@ -78,7 +79,9 @@ def test_a_normal_quantile_would_undercover_few_repeats() -> None:
     for _ in range(200):
         base, other = [rng.gauss(100.0, 5.0) for _ in range(3)], [rng.gauss(162.0, 8.0) for _ in range(3)]
         ratio = np.mean(other) / np.mean(base)
-        z_half = 1.96 * math.sqrt(repeats_log_spread(base, other).variance)  # type: ignore[union-attr]
+        spread = repeats_log_spread(base, other)
+        assert spread is not None
+        z_half = 1.96 * math.sqrt(spread.variance)
         hits += ratio * math.exp(-z_half) <= 1.62 <= ratio * math.exp(z_half)
     assert hits < 180, f"{hits / 2:.1f}% covered"
 
@@ -252,8 +255,8 @@ def test_the_usl_fitted_to_every_repeat_widens_with_their_spread() -> None:
     narrow, wide = fit_usl(users, tps(0.02), every=True), fit_usl(users, tps(0.08), every=True)
     assert len(wide.users) == 21 and not any("averaged" in w for w in wide.warnings)
 
-    def width(fit: object) -> float:
-        low, high = fit.lam_ci  # type: ignore[attr-defined]
+    def width(fit: UslFit) -> float:
+        low, high = fit.lam_ci
         return high - low
 
     assert width(averaged) < 1e-3 * averaged.lam < width(narrow) < width(wide)

@@ -231,3 +231,61 @@ def test_general_log_rows_keep_their_thread_and_database():
     found = [(e.session, e.database, e.text, e.end) for e in logged(rows, "shop")]
     assert found == [("7", "shop", "BEGIN", 10.1), ("8", "shop", "SELECT 1", 10.2), ("7", "shop", "SELECT 5", 10.4),
                      ("8", "other", "SELECT 2", 10.6)]
+
+
+@pytest.mark.postgresql
+def test_a_session_behind_sends_ahead_in_order_and_each_error_is_its_own(tmp_path: Path, pg_url: str):
+    """While a slow statement runs, the session's next ones fall due: they are queued
+    behind it on its connection (libpq's pipeline), run in the trace's order, and their
+    latency counts from when each was due; a statement that cannot be prepared fails with
+    its own message, alone: the next one runs."""
+    with psycopg.connect(_plain(pg_url), autocommit=True) as conn:
+        conn.execute("CREATE TABLE seq (n int, at timestamptz DEFAULT clock_timestamp())")
+    insert = "INSERT INTO seq (n) VALUES ($1)"
+    session = TraceSession("p", [Statement(0.0, 0.1, "SELECT pg_sleep(0.4)"),
+                                 *[Statement(0.01 + i * 0.001, 0.1, insert, [str(i)]) for i in range(20)],
+                                 Statement(0.04, 0.1, "INSERT INTO seq (n) VALUES ($1::no_such_type)", ["1"]),
+                                 Statement(0.05, 0.1, insert, ["99"])])
+    trace = Trace("postgresql", "x", 0.0, 0.05, [session])
+    trace.summary = summarise(trace)
+    write_trace(trace, tmp_path / "p.trace")
+    result = replay(tmp_path, "p.trace", "--db", pg_url)
+    assert result.returncode == 0, result.stderr
+    with psycopg.connect(_plain(pg_url)) as conn:
+        assert [r[0] for r in conn.execute("SELECT n FROM seq ORDER BY at")] == [*range(20), 99]
+    assert 'type "no_such_type" does not exist' in result.stderr and "1 error(s)" in result.stdout
+    row = next(line for line in result.stdout.splitlines() if "INSERT INTO seq (n) VALUES (?) " in line)
+    traced, replayed, errors, mean_ms = (c.strip() for c in row.split("│")[2:6])
+    assert (traced, replayed, errors) == ("21", "21", "0") and float(mean_ms) > 300  # waited behind the sleep
+
+
+@pytest.mark.postgresql
+def test_a_connection_lost_mid_pipeline_fails_its_statements_and_the_replay_goes_on(tmp_path: Path, pg_url: str):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    sessions = [TraceSession("a", [Statement(0.0, 0.1, "SELECT pg_sleep($1)", ["2"]),
+                                   *[Statement(0.01 * i, 0.1, "SELECT $1::int", ["1"]) for i in range(1, 11)]]),
+                TraceSession("b", [Statement(0.0, 0.1, "SELECT $1::int", ["2"]),
+                                   Statement(0.01, 0.1, "SELECT $1::int", ["3"])])]
+    trace = Trace("postgresql", "x", 0.0, 0.1, sessions)
+    trace.summary = summarise(trace)
+    write_trace(trace, tmp_path / "t.trace")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1] / "src"))
+    proc = subprocess.Popen([sys.executable, "-m", "tpsbench", "replay", "t.trace", "--db", pg_url], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed: list[tuple[bool]] = []
+    deadline = time.monotonic() + 30
+    with psycopg.connect(_plain(pg_url), autocommit=True) as conn:
+        while not killed and time.monotonic() < deadline:
+            killed = conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                  "WHERE query = 'SELECT pg_sleep($1)' AND state = 'active'").fetchall()
+            time.sleep(0.05)
+    out, err = proc.communicate(timeout=60)
+    assert killed == [(True,)] and proc.returncode == 0 and "Traceback" not in err, err
+    rows = {cells[0]: cells[1:4] for cells in ([c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines())
+            if len(cells) == 7}
+    # the sleep and the ten queued behind it failed, the other session's two ran
+    assert rows == {"SELECT ?::int": ["12", "12", "10"], "SELECT pg_sleep(?)": ["1", "1", "1"]}, out

@@ -277,6 +277,25 @@ def test_mysql_driver_choice(monkeypatch: pytest.MonkeyPatch) -> None:
         assert open_target("mysql://root@h/db").driver == "mysqldb"
 
 
+def test_pymysql_connects_plain_unless_the_url_asks_for_tls(request: pytest.FixtureRequest,
+                                                            require: Callable[..., Any]) -> None:
+    """PyMySQL 1.2 left to itself builds each connection a TLS context from the system's CA
+    store, a cost that made thousands of users' logins time out; a URL's ssl option still
+    gets PyMySQL's own choice."""
+    import pymysql
+
+    url = make_url(server_url("mysql+pymysql", request, require))
+    plain = open_target(url.render_as_string(hide_password=False)).connect()
+    asked = open_target(url.update_query_dict({"ssl_disabled": "0"}).render_as_string(hide_password=False)).connect()
+    own = pymysql.connect(host=url.host, port=url.port or 3306, user=url.username, password=url.password or "")
+    try:
+        assert plain.ssl is False
+        assert asked.ssl == own.ssl
+    finally:
+        for conn in (plain, asked, own):
+            conn.close()
+
+
 # -- errors reach the user as one line ----------------------------------------------
 def assert_one_line(exc: pytest.ExceptionInfo[TpsbenchError], *needles: str) -> None:
     text = str(exc.value)

@@ -133,3 +133,19 @@ def test_local_processes_report_a_killed_worker_after_what_it_sent(tmp_path: Pat
         assert not transport.alive(0) and not transport.send(0, Stop()) and transport.receive(0.1) == []
     finally:
         transport.close(1.0)
+
+
+def test_a_stopped_local_worker_exits_on_its_own_within_the_grace(tmp_path: Path) -> None:
+    """Ctrl-C's budget (tpsbench.engine.coordinator.STOP_WAIT_S) counts on a worker told to
+    stop being gone within close()'s grace, not killed at its end: it must not wait for its
+    interpreter to tear every loaded module down."""
+    ctx = make_table(f"sqlite:///{tmp_path / 'counter.db'}")
+    transport = LocalProcesses(1)
+    transport.start(0, CounterWorkload(), ctx)
+    deadline = time.monotonic() + 60
+    while not any(isinstance(m, WorkerReady) for _, m in transport.receive(0.5)):
+        assert time.monotonic() < deadline, "the worker did not start"
+    entry = transport.workers[0]
+    assert entry is not None
+    transport.close(1.0)
+    assert entry.process.exitcode == 0  # -9: close() had to kill it

@@ -72,7 +72,8 @@ def capture(url: str | None, duration: str | None, output: str, log: str | None,
 @click.option("--storage", default="", metavar="LABEL",
               help="Name of the storage configuration the replay runs on, e.g. 'RAID10 8x SSHD', stored with the run "
                    "as `tpsbench run` does (compare takes it).")
-@duration_option("interval", "10s", "The length of a stored interval of the replay (a shorter trace: one interval).")
+@duration_option("interval", "10s", "How often the live line prints (stderr), and the length of a stored interval "
+                                    "of the replay (a shorter trace: one interval).")
 @click.option("--as-mix", is_flag=True,
               help="Run the trace's summary as a workload instead: each normalised statement a transaction of "
                    "its own, dealt by its captured weight, its parameters drawn from their captured values, at "
@@ -91,7 +92,8 @@ def replay(ctx: click.Context, trace_file: str, url: str | None, speed: float | 
     writes are executed. The replay is stored in --results as a run of workload "replay"
     with one step (its users: the trace's sessions; its transaction types: the normalised
     statements), its intervals and the host's CPU and disk I/O beside it, so `tpsbench
-    report RUN` shows it as any run; Ctrl-C keeps what was measured.
+    report RUN` shows it as any run; a live line prints every --interval; Ctrl-C keeps
+    what was measured (statements in flight then are counted in doubt).
 
     With --as-mix, the trace's summary becomes the tracemix workload, run by `tpsbench
     run tracemix --file FILE` with the options that follow (--users, --duration, --rampup,
@@ -127,7 +129,7 @@ def replay(ctx: click.Context, trace_file: str, url: str | None, speed: float | 
     except TpsbenchError as exc:
         raise TpsbenchError(f"--interval {interval}: {exc}") from None
     stored = replay_stored(trace_file, url, results_url, speed=speed, stop_on_error=stop_on_error, storage=storage,
-                           interval_s=interval_s)
+                           interval_s=interval_s, live=lambda line: click.echo(line, err=True))
     result = stored.result
     table = Table(title=f"replayed at speed {speed:g}: {result.replayed_rate:.1f} statements/s "
                         f"(traced {result.traced_rate:.1f}/s) over {result.elapsed_s:.1f} s, "

@@ -100,12 +100,17 @@ def replay(path: str, url: str | None, speed: float = 1.0, stop_on_error: bool =
 
 
 def outcome(trace: Trace, played: list[Played], speed: float, start: float, stopped_by: str | None) -> ReplayResult:
-    """Counts and latencies per normalised statement, and the traced and achieved rates
-    (statements per second between the first and the last statement's start)."""
+    """Counts and latencies per normalised statement, and the traced and achieved rates:
+    statements per second from the first statement's start to the last one's end (a
+    replay whose sessions send ahead of their answers is done when the last is answered)."""
     found: dict[str, StatementOutcome] = {}
     starts: list[float] = []
+    last = 0.0
     for p in played:
         starts += p.started
+        if p.latency_s and p.latency_s[-1] is not None:  # in order: the session's last answer
+            last = max(last, start + p.session.statements[len(p.latency_s) - 1].offset / speed + p.latency_s[-1])
+        last = max(last, *p.failed_at.values()) if p.failed_at else last  # a failure ends when its error came
         for i, st in enumerate(p.session.statements):
             text = normalise(st.text)[0]
             shape = found.setdefault(text, StatementOutcome(text))
@@ -121,10 +126,11 @@ def outcome(trace: Trace, played: list[Played], speed: float, start: float, stop
             else:
                 shape.latencies_s.append(latency)
     offsets = [st.offset for s in trace.sessions for st in s.statements]
-    traced_span = (max(offsets) - min(offsets)) / speed
-    replayed_span = max(starts) - min(starts) if starts else 0.0
+    ends = max(st.offset + st.duration_ms / 1000 for s in trace.sessions for st in s.statements)
+    traced_span = (ends - min(offsets)) / speed
+    replayed_span = max(last, max(starts)) - min(starts) if starts else 0.0
     total = sum(len(p.started) for p in played)
     return ReplayResult(sorted(found.values(), key=lambda s: -s.traced),
                         trace.statements / traced_span if traced_span > 0 else 0.0,
                         total / replayed_span if replayed_span > 0 else 0.0,
-                        (max(starts) - start) if starts else 0.0, stopped_by)
+                        (max(last, max(starts)) - start) if starts else 0.0, stopped_by)

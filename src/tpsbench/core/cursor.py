@@ -12,7 +12,9 @@ shape alone:
 - :class:`SendingCursor`: one that can send a statement and read its answer later, which
   lets the engine run many users on one thread (tpsbench.engine.multiplex);
 - :class:`CountingCursor`: one that drops result rows unread and tells each statement's
-  kind, as sysbench's client counts its queries (``Target.counting_cursor``).
+  kind, as sysbench's client counts its queries (``Target.counting_cursor``);
+- :class:`PipelineCursor`: one that queues statements without waiting for the answers of
+  those before, which a trace replay sends when a session is behind its schedule.
 """
 
 from __future__ import annotations
@@ -82,6 +84,31 @@ class SendingCursor(Protocol):
     def fileno(self) -> int: ...
 
     def receive(self) -> bool: ...
+
+
+@runtime_checkable
+class PipelineCursor(Protocol):
+    """Queues statements on its connection, answers read later in order.
+
+    ``pipeline()`` switches the connection to it for good; ``pre_encode`` makes, without
+    the server, what ``push`` queues and sends, at the latest at ``flush()`` (the
+    statements a session has due at once go together); ``collect()`` reads what arrived (never
+    blocks once ``fileno()`` is readable) and gives the outcomes of the statements now
+    answered, oldest first: None for a success, else the exception ``execute`` would raise.
+    An error ends its own statement alone.
+    """
+
+    def pipeline(self) -> None: ...
+
+    def pre_encode(self, sql: str, params: Any = ()) -> Any: ...
+
+    def push(self, encoded: Any) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def collect(self) -> list[Exception | None]: ...
+
+    def fileno(self) -> int: ...
 
 
 class CountingCursor(Protocol):

@@ -39,7 +39,7 @@ from collections.abc import Callable, Collection, Generator, Iterator, Mapping, 
 from typing import Any
 
 from tpsbench.core.cursor import Statement
-from tpsbench.core.session import RunContext, Session
+from tpsbench.core.session import RunContext, Session, one_call
 from tpsbench.core.target import Target
 from tpsbench.core.transactions import Deck, Shuffle, TransactionTable
 
@@ -126,18 +126,11 @@ class MixSession(Session):
     def transaction(self, name: str, inputs: object) -> Generator[Statement, None, bool]:
         """The call as a one-statement transaction where it goes as a call, else its steps."""
         if name in self.calls:
-            return self._one_call(name, inputs)
+            return one_call(self, name, inputs)
         steps = self._steps.get(name)
         if steps is None:
             raise NotImplementedError(f"{name} runs through execute() only")
         return steps(self, inputs)
-
-    def _one_call(self, name: str, inputs: object) -> Generator[Statement, None, bool]:
-        try:
-            yield self.call(name, inputs)
-        except Exception as exc:  # noqa: BLE001 - answered() judges it
-            return self.answered(name, inputs, exc)
-        return self.answered(name, inputs, None)
 
     def execute(self, name: str, inputs: object) -> bool:
         """Run ``name`` by its path: its call, else its ``run`` statements and a commit

@@ -115,11 +115,7 @@ class Session(ABC):
         ``one_statement`` sessions: :meth:`call`, then :meth:`answered`."""
         if not self.one_statement:
             raise NotImplementedError(f"{type(self).__name__} runs its transactions through execute() only")
-        try:
-            yield self.call(name, inputs)
-        except Exception as exc:  # noqa: BLE001 - answered() judges it
-            return self.answered(name, inputs, exc)
-        return self.answered(name, inputs, None)
+        return (yield from one_call(self, name, inputs))
 
     def execute(self, name: str, inputs: object) -> bool:
         """Run and commit ``name``; False for an expected rollback (TPC-C's 1% New-Order).
@@ -159,6 +155,16 @@ class Session(ABC):
     def rebind(self, conn: Any) -> None:
         """Use ``conn`` from now on (after a reconnect): prepare statements again here."""
         self.conn = conn
+
+
+def one_call(session: Session, name: str, inputs: object) -> Generator[Statement, None, bool]:
+    """A one-statement transaction as a generator of statements: ``session.call()``'s
+    statement, then ``session.answered()`` with its result or its error."""
+    try:
+        yield session.call(name, inputs)
+    except Exception as exc:  # noqa: BLE001 - answered() judges it
+        return session.answered(name, inputs, exc)
+    return session.answered(name, inputs, None)
 
 
 class Background(ABC):

@@ -7,7 +7,8 @@ is; workloads never see driver details. SQLAlchemy serves URLs, engines, DDL and
 reflection; the hot paths (bulk load, virtual users) use the DB-API connection directly,
 or a target's own cursor one layer below it, because every layer above costs client CPU
 that, on a small machine, is taken from the database: psycopg's and mysqlclient's cursors
-cost 3-5x the client CPU of the calls below them per statement (bench/results/engine_tpcc.txt).
+cost several times the client CPU of the calls below them per statement
+(bench/results/engine_tpcc.txt).
 """
 
 from __future__ import annotations

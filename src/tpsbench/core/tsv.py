@@ -30,8 +30,8 @@ TABLE_DIGITS = 6
 #: string columns at most this wide are checked for being constant
 CONSTANT_STRING_WIDTH = 8
 #: rows are encoded in blocks of about this many bytes: a block stays in the CPU's
-#: cache from the template fill to the NUL removal (whole batches, up to 16 MB, took
-#: about 1.4x the time), and the GIL is released between blocks
+#: cache from the template fill to the NUL removal (whole batches, many times larger,
+#: fall out of it and take longer), and the GIL is released between blocks
 BLOCK_BYTES = 512 << 10
 
 

@@ -9,7 +9,10 @@ wrote before dying has been read.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
+import os
+import sys
 import time
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -38,7 +41,15 @@ class PipeLink(WorkerLink):
 
 
 def _local_worker(index: int, conn: Connection, workload: Workload, ctx: RunContext) -> None:
+    """A worker process, which exits as soon as it served: its connections are closed and
+    its last message sent, so the interpreter's finalization (collecting every loaded
+    module's objects) has nothing left to do but keep the coordinator waiting, which on a
+    loaded host outlasts the grace of :meth:`LocalProcesses.close` and delays a Ctrl-C."""
     worker_main(index, PipeLink(conn), workload, ctx)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
 
 
 class _Process:

@@ -3,8 +3,8 @@ statements one at a time.
 
 Why: on a 2-core machine every cycle the driver spends is taken from the database.
 A user on a thread of its own puts that thread to sleep on every statement and wakes
-it again when the result comes: one sleep and wake-up per round trip, about half of a
-call's client CPU here (bench/experiments/results/round_trip_cost.txt). One thread that waits on
+it again when the result comes: one sleep and wake-up per round trip, a large share of a
+call's client CPU (bench/experiments/results/round_trip_cost.txt). One thread that waits on
 all of a worker's sockets at once (epoll) sleeps only when no result at all is in, and
 hands no GIL between threads (bench/results/engine_tpcc.txt, ``multiplex``).
 

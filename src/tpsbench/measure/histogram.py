@@ -5,8 +5,8 @@ counter by counter to exactly the histogram of all their values. That is what le
 worker process send its own interval histogram and the coordinator merge them without
 losing the tail, and its V2 "HISTFAAA..." encoding is what other HdrHistogram tools read.
 
-Why we touch the ``hdrhistogram`` package's counts array: ``record_value`` is pure Python
-(about 2.6 us a value), which would cost a busy worker several percent of its CPU. We
+Why we touch the ``hdrhistogram`` package's counts array: ``record_value`` is pure Python,
+called once a value, which would cost a busy worker several percent of its CPU. We
 compute the bucket indexes of a whole batch with numpy and add a ``bincount`` into the
 package's counts array through a numpy view. That relies on its internals (the ctypes
 counts array, ``total_count``, ``min_value``, ``max_value``), so the version is pinned in

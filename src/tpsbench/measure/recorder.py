@@ -29,10 +29,9 @@ KINDS = ("retries", "errors", "reconnects", "in_doubt")
 class IntervalRecorder:
     """Counters and latencies of one worker process's users, thread-safe, reset by take().
 
-    Why no lock on the hot path: record() costs about 0.3 us of CPU as it is (numpy drain
-    included; a bare method call is 0.05 us), and taking a lock around the append measured
-    0.3 us more; a list append is atomic under the GIL without it. At the ~55 us of client
-    CPU a transaction costs (bench/results), record() stays near 0.5% of a worker. Each
+    Why no lock on the hot path: a lock around the append would double what record()
+    costs, and a list append is atomic under the GIL without it; record() stays a small
+    share of a transaction's client CPU (bench/results/client_callgrind.txt). Each
     transaction type has two lists (rolled back, committed). A list that fills up to
     BATCH, and every list at take(), is swapped for a new one under the lock and drained
     into the histogram with numpy. A user that fetched a list just before the swap may

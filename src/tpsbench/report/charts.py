@@ -3,8 +3,8 @@
 Why static SVG: a storage review is read, printed, attached to a ticket and archived;
 inline SVG needs no JavaScript, so the page opens in any browser with no network, its
 text stays text (searchable, copyable: ``svg.fonttype`` "none"), it scales without
-blur, and it is small: a five-step, two-configuration report with every chart measured
-about 400 KB in all (12 to 110 KB a chart), where plotly's bundle alone is 4.7 MB. The exact
+blur, and it is small: a whole report with every chart weighs less than a JavaScript
+charting library's bundle alone. The exact
 figures are in the page's tables, so hovering for values, what interactivity would add, is not needed.
 
 Why no pyplot: it keeps global figures and picks a GUI backend; a ``Figure`` made on

@@ -1,14 +1,14 @@
 """Cursors on libpq itself, under a psycopg 3 connection: a virtual user's hot path.
 
-psycopg's cursor costs 3-5x the client CPU of the libpq calls below it per statement
+psycopg's cursor costs several times the client CPU of the libpq calls below it per statement
 (query conversion, its prepared-statement cache, the generator machinery), and on a
 small machine that CPU is taken from the database (bench/results/engine_tpcc.txt). So
 the hot path calls libpq through psycopg's ``pgconn``: server-side prepared statements
 (PQprepare / PQexecPrepared, what sysbench's pgsql driver calls), text parameters, and
 results read whole. :class:`LibpqCursor` keeps a result's rows (converted when first
-read); :class:`LibpqCountingCursor` drops them unread and tells the statement's kind, as
-sysbench's client does, for which converting the 400 rows of an oltp_read_only
-transaction cost 16 % more client CPU, measured side by side. Both can send a statement
+read); ``LibpqCountingCursor`` (tpsbench.targets.libpq_counting) drops them unread and tells the statement's kind, as
+sysbench's client does, for which converting the rows of an oltp_read_only
+transaction would cost client CPU for nothing. Both can send a statement
 and read its answer later (:class:`LibpqSend`), for the engine's shared thread.
 """
 
@@ -24,13 +24,12 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
-from tpsbench.core.cursor import OTHER, READ, WRITE
 from tpsbench.targets.rows import BufferedRows, LazyRows
 
 #: the statements prepared on each connection: {SQL text: prepared statement name}
 _PREPARED: weakref.WeakKeyDictionary[Any, dict[str, bytes]] = weakref.WeakKeyDictionary()
 #: prepared statement names, unique in the process, so that none is ever prepared twice
-_STATEMENT_NUMBERS = itertools.count(1)
+STATEMENT_NUMBERS = itertools.count(1)
 
 
 def prepared_names(conn: Any) -> dict[str, bytes]:
@@ -78,10 +77,8 @@ class LibpqSend:
     def _prepare(self, sql: str) -> bytes:
         """Prepare ``sql`` (``%s`` markers, ``%%`` for a percent sign) on the connection,
         with the server inferring the types; its name."""
-        name = b"tpsb_%d" % next(_STATEMENT_NUMBERS)
-        parts = sql.replace("%%", "\0").split("%s")
-        text = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], start=1))
-        self._take(self.pgconn.prepare(name, text.replace("\0", "%").encode(self.encoding)))
+        name = b"tpsb_%d" % next(STATEMENT_NUMBERS)
+        self._take(self.pgconn.prepare(name, dollar_markers(sql).encode(self.encoding)))
         self.names[sql] = name
         return name
 
@@ -132,12 +129,12 @@ class LibpqCursor(LibpqSend, BufferedRows):
     inferred by the server) and then runs it with ``PQexecPrepared`` on the psycopg
     connection's ``pgconn``: one round trip, like psycopg's prepared path, without the
     layers above libpq (query conversion and its regex split of long statements, the
-    prepared-statement LRU and the generator/wait machinery), which cost 3-5x the client
-    CPU (docs/driver-costs.md). Parameters go as text, rows come back as
+    prepared-statement LRU and the generator/wait machinery), which cost several times the
+    client CPU (docs/driver-costs.md). Parameters go as text, rows come back as
     text and are turned into the same Python types as psycopg's cursor gives, when first
     read (PgRows), by psycopg's own (C) loaders, looked up once per prepared statement
-    (its rows have one shape): the lookup for every result cost 4 us of a transaction's
-    client CPU on a machine whose caches the database has just filled with its own.
+    (its rows have one shape): a lookup for every result cost a transaction's client CPU
+    on a machine whose caches the database has just filled with its own.
     Transactions are psycopg's: a BEGIN opens one before the first statement when the
     connection is idle (as psycopg sends it), ``commit`` and ``rollback`` send COMMIT
     and ROLLBACK.
@@ -263,49 +260,6 @@ class LibpqCursor(LibpqSend, BufferedRows):
 
 
 
-class LibpqCountingCursor(LibpqSend):
-    """libpq prepared statements whose rows are dropped unread, each statement's kind
-    left in ``kind`` (tpsbench.core.cursor); BEGIN and COMMIT go as simple queries, as
-    sysbench sends them. A result's memory is freed at once."""
-
-    kind = OTHER
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-        self.pgconn = conn.pgconn
-        self.names = prepared_names(conn)  # kept with the connection for its next session
-        self.encoding = conn.info.encoding
-        self.tuples_ok = pq.ExecStatus.TUPLES_OK
-        self.command_ok = pq.ExecStatus.COMMAND_OK
-
-    def _take(self, res: Any, name: bytes = b"") -> None:
-        status = res.status
-        if status == self.tuples_ok:
-            res.clear()
-            self.kind = READ
-            return
-        if status == self.command_ok:
-            rows = res.command_tuples
-            res.clear()
-            self.kind = WRITE if rows else OTHER
-            return
-        raise self._error(res)
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        if not params:
-            self._take(self.pgconn.exec_(sql.encode()))
-            return
-        res = self.pgconn.exec_prepared(self.names.get(sql) or self._prepare(sql), text_params(params))
-        if res.status == self.tuples_ok:  # the common case inline: one call less per statement
-            res.clear()
-            self.kind = READ
-            return
-        self._take(res)
-
-    def close(self) -> None:
-        """Nothing to free: the statements stay with the connection for its next session."""
-
-
 class PgRows(LazyRows):
     """A libpq result's rows, converted by psycopg's (C) loaders on first use.
 
@@ -324,6 +278,13 @@ class PgRows(LazyRows):
         tx = self.tx
         tx.set_pgresult(self.res, self.set_loaders)  # by position: a keyword costs a parse
         return tx.load_rows(0, self.length, tuple)
+
+
+def dollar_markers(sql: str) -> str:
+    """``%s`` markers (``%%`` a percent sign) as PostgreSQL's ``$1``, ``$2`` ..."""
+    parts = sql.replace("%%", "\0").split("%s")
+    text = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], start=1))
+    return text.replace("\0", "%")
 
 
 def text_params(params: Any) -> list[bytes | None] | None:

@@ -30,7 +30,8 @@ from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.sql import SqlDialect
 from tpsbench.core.target import OBSERVER_APPLICATION, WAIT_KINDS, SessionWait, Target
 from tpsbench.targets import server
-from tpsbench.targets.libpq import LibpqCountingCursor, LibpqCursor
+from tpsbench.targets.libpq import LibpqCursor
+from tpsbench.targets.libpq_counting import LibpqCountingCursor
 
 #: serialization_failure, deadlock_detected, lock_not_available
 RETRYABLE_SQLSTATES = frozenset({"40001", "40P01", "55P03"})

@@ -6,18 +6,17 @@ that process opens a TCP connection back to this coordinator, and everything bet
 the two goes over it, pickled as between local workers (multiprocessing.connection,
 authenticated by the run's random key; a start's token picks the one connection taken).
 
-Why a plain TCP connection rather than Dask's own channels, by measurement
-(bench/experiments/results/dask_channels.txt: 2 LocalCluster Dask workers,
-6 KB messages at 30/s each): to the coordinator p50 0.35-0.48 ms over TCP against
-1.9-4.3 ms through a distributed.Queue (the scheduler in between) and 12-15 ms through an
-actor; the driver's CPU per message 0.5-0.8 ms against 2.3 ms (Queue) and 4.9-5.0 ms
-(actor); distributed 2026 no longer has Pub/Sub. And for the contract the measurement
-depends on, TCP needs no bookkeeping: a worker's messages come in the order it sent
-them, its end comes as end-of-file after the last of them (WorkerLost then, and only
-then), and a coordinator that is gone is end-of-file to the worker, which then ends with
-its process, where a Queue or an actor would outlive both ends. The cost: the Dask
-workers must reach this host at a port it listens on (the check before the run tries
-it). A host cut off without a FIN is given up on by TCP keepalive within about 10 s.
+Why a plain TCP connection rather than Dask's own channels: measured side by side, a
+message reached the coordinator several times sooner over TCP than through a
+distributed.Queue (the scheduler in between) or an actor, for a fraction of the driver's
+CPU (bench/experiments/results/dask_channels.txt); distributed no longer has Pub/Sub.
+And for the contract the measurement depends on, TCP needs no bookkeeping: a worker's
+messages come in the order it sent them, its end comes as end-of-file after the last of
+them (WorkerLost then, and only then), and a coordinator that is gone is end-of-file to
+the worker, which then ends with its process, where a Queue or an actor would outlive
+both ends. The cost: the Dask workers must reach this host at a port it listens on (the
+check before the run tries it). A host cut off without a FIN is given up on by TCP
+keepalive within about 10 s.
 
 Clocks: each Dask worker's offset from this host's clock is measured before the run
 (tpsbench.engine.dask.cluster) and applied here, so that the workers see a step's start

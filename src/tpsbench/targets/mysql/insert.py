@@ -12,8 +12,8 @@ from typing import Any
 from tpsbench.core.batch import Batch
 from tpsbench.core.tsv import NULL_TEXT
 
-#: size of one multi-row INSERT: 1 MiB beat 4 MiB in bench/experiments/results/mysql_bulk_paths.txt,
-#: and stays well under max_allowed_packet (16 MiB on MariaDB, 64 MiB on MySQL 8)
+#: size of one multi-row INSERT: it loaded faster than larger ones
+#: (bench/experiments/results/mysql_bulk_paths.txt) and stays under every server's max_allowed_packet
 INSERT_STATEMENT_BYTES = 1 << 20
 
 

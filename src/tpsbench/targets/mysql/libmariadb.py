@@ -2,12 +2,11 @@
 
 Why: the server parses a text statement (COM_QUERY) every time it comes; a statement
 prepared once per connection and executed with bound values (COM_STMT_EXECUTE, the
-binary protocol, as sysbench sends its statements) skips that. With the server on a core
-of its own a point select cost it 17.0 us against 19.8 us as text
-(bench/experiments/results/mysql_prepared.txt). No MySQL Python driver does this at
-mysqlclient's client cost (same file: MariaDB Connector/Python 1.1 sends its prepared
-cursor's statements as text, mysql-connector-python's C extension takes twice the client
-CPU), so this binds the C calls itself, through cffi in ABI mode: nothing is compiled at
+binary protocol, as sysbench sends its statements) skips that, which saves the server
+CPU on every statement (bench/experiments/results/mysql_prepared.txt). No MySQL Python
+driver does this at mysqlclient's client cost (same file: MariaDB Connector/Python sends
+its prepared cursor's statements as text, mysql-connector-python's C extension takes more
+client CPU), so this binds the C calls itself, through cffi in ABI mode: nothing is compiled at
 install. On Debian and Ubuntu mysqlclient is linked against the same libmariadb.so.3, so
 the statements run on the very connection handle mysqlclient holds (its
 ``_get_native_connection`` capsule): connecting, autocommit, COMMIT, errors and
@@ -83,6 +82,8 @@ const char *mysql_stmt_error(MYSQL_STMT *stmt);
 const char *mysql_stmt_sqlstate(MYSQL_STMT *stmt);
 int mysql_stmt_execute_start(int *ret, MYSQL_STMT *stmt);
 int mysql_stmt_execute_cont(int *ret, MYSQL_STMT *stmt, int status);
+int mysql_stmt_prepare_start(int *ret, MYSQL_STMT *stmt, const char *query, unsigned long length);
+int mysql_stmt_prepare_cont(int *ret, MYSQL_STMT *stmt, int status);
 """
 LIBRARY = "libmariadb.so.3"
 MYSQL_OPT_NONBLOCK = 6000
@@ -161,9 +162,13 @@ class Handle:
 
     def prepare(self, sql: str) -> Prepared | None:
         """``sql`` (``%s`` markers) prepared, or None where the server will not prepare it."""
-        stmt = self.lib.mysql_stmt_init(self.mysql)
-        text = sql.replace("%s", "?").replace("%%", "%").encode()
-        if self.lib.mysql_stmt_prepare(stmt, text, len(text)):
+        stmt, text = self.lib.mysql_stmt_init(self.mysql), server_text(sql)
+        return self.prepared(stmt, text, self.lib.mysql_stmt_prepare(stmt, text, len(text)))
+
+    def prepared(self, stmt: Any, text: bytes, failed: int) -> Prepared | None:
+        """The statement ``stmt`` once its prepare of ``text`` has ended (``failed``: its
+        status), or None where the server will not prepare it (``stmt`` closed then)."""
+        if failed:
             code = self.lib.mysql_stmt_errno(stmt)
             error = self.error(stmt)
             self.lib.mysql_stmt_close(stmt)
@@ -209,6 +214,11 @@ class Handle:
 
 
 _HANDLES: weakref.WeakKeyDictionary[Any, Handle] = weakref.WeakKeyDictionary()
+
+
+def server_text(sql: str) -> bytes:
+    """``sql`` as the server prepares it: ``?`` markers for ``%s``."""
+    return sql.replace("%s", "?").replace("%%", "%").encode()
 
 
 def _close_all(statements: dict[str, Prepared | None]) -> None:

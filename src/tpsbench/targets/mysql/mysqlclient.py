@@ -1,7 +1,7 @@
 """Cursors on mysqlclient's C connection: a virtual user's hot path on MySQL and MariaDB.
 
 mysqlclient's own cursor costs several times the client CPU of the calls below it
-(most of all its ``connection.literal``, about 1 us a value), and on a small machine that
+(most of all its ``connection.literal``, called for every value), and on a small machine that
 CPU is taken from the database (bench/results/engine_tpcc.txt). So the hot path sends
 the statement with its values rendered as literals (``%s`` markers, text protocol:
 sysbench uses server-side prepared statements instead, so the server parses each

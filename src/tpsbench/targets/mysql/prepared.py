@@ -22,6 +22,7 @@ from tpsbench.core.cursor import OTHER, READ, WRITE
 from tpsbench.targets.mysql.libmariadb import Handle, Prepared
 from tpsbench.targets.mysql.mysqlclient import MysqlclientCountingCursor, MysqlclientCursor
 from tpsbench.targets.mysql.prepared_rows import result_rows
+from tpsbench.targets.mysql.preparing import Preparing
 from tpsbench.targets.rows import BufferedRows
 
 #: the value of ``statements[sql]`` for a statement the server would not prepare
@@ -52,6 +53,8 @@ class PreparedCursor(BufferedRows):
         self.lastrowid: int | None = None
         #: the statement sent without waiting
         self.sent: Prepared | None = None
+        #: the prepare sent without waiting, for a statement new to the connection (send_encoded)
+        self.preparing: Preparing | None = None
         handle.drain()  # a kept connection's last CALL status, if unread: before the text cursor reads
         self.text = self.text_class(conn)
 
@@ -127,19 +130,28 @@ class PreparedCursor(BufferedRows):
         self.text.rollback()
 
     # -- sent now, read later (tpsbench.engine.multiplex) ------------------------------
-    def encode(self, sql: str, params: Sequence[Any] = ()) -> tuple[Prepared | None, Any]:
-        """The statement (prepared now if new) and its values, as ``send_encoded`` sends
-        them; the values are bound at the send, since a statement's C buffers are its
-        own and a transaction may be encoded ahead of its turn."""
-        prepared = self._statement(sql)
+    def encode(self, sql: str, params: Sequence[Any] = ()) -> tuple[Prepared | str | None, Any]:
+        """The statement and its values, as ``send_encoded`` sends them; the values are
+        bound at the send, since a statement's C buffers are its own and a transaction
+        may be encoded ahead of its turn. A statement new to the connection is encoded
+        as its SQL, and prepared at its send without waiting (Preparing): the shared
+        thread encodes ahead, and must never wait for the server there."""
+        prepared = self.statements.get(sql, sql)
         return (prepared, params) if prepared is not TEXT else (TEXT, self.text.encode(sql, params))
 
-    def send_encoded(self, encoded: tuple[Prepared | None, Any]) -> bool:
+    def send_encoded(self, encoded: tuple[Prepared | str | None, Any]) -> bool:
         """Send without waiting; True if the answer is in already (then it is read)."""
-        prepared, params = encoded
+        statement, params = encoded
         if self.handle.pending is not None:
             self.handle.drain()
-        self.sent = prepared
+        if isinstance(statement, str):  # new to the connection when encoded: prepared since, or now
+            sql, statement = statement, self.statements.get(statement, statement)
+            if isinstance(statement, str):
+                self.preparing = preparing = Preparing(self.handle, sql, params)
+                return preparing.start() and self._prepared(preparing)
+            if statement is TEXT:
+                params = self.text.encode(sql, params)
+        self.sent = prepared = statement
         if prepared is TEXT:
             self.text.send_encoded(params)
             return False
@@ -150,11 +162,21 @@ class PreparedCursor(BufferedRows):
             return True
         return False
 
+    def _prepared(self, preparing: Preparing) -> bool:
+        """The prepare's answer is in: send the statement it was for (send_encoded's answer)."""
+        self.preparing = None
+        sql, params = preparing.sql, preparing.params
+        prepared = self.statements[sql] = preparing.result()
+        return self.send_encoded((prepared, params) if prepared is not TEXT else (TEXT, self.text.encode(sql, params)))
+
     def fileno(self) -> int:
         return self.handle.fileno()
 
     def receive(self) -> bool:
         """Carry on with the sent statement's answer: True once it is all read."""
+        preparing = self.preparing
+        if preparing is not None:
+            return preparing.resume() and self._prepared(preparing)
         prepared = self.sent
         if prepared is TEXT:
             self.text.receive()

@@ -8,10 +8,16 @@ force either: ``mysql+pymysql://`` or ``mysql+mysqldb://``; a bare ``mysql://`` 
 
 Bulk path: LOAD DATA LOCAL INFILE of the batch's TSV, written to a temporary file in
 /dev/shm (memory, so the file costs no disk I/O). Measured against large multi-row INSERTs
-(bench/experiments/results/mysql_bulk_paths.txt): with both drivers
-LOAD DATA loads about 1.8x the rows per second (median over tables and runs) for a
-third of the client CPU. Multi-row INSERT stays as the fallback for servers that
+(bench/experiments/results/mysql_bulk_paths.txt): with both drivers LOAD DATA loads
+more rows per second for less client CPU. Multi-row INSERT stays as the fallback for servers that
 refuse LOCAL (MySQL 8 ships with ``local_infile=OFF``).
+
+TLS: PyMySQL connections are plain unless the URL names an ``ssl*`` option. PyMySQL 1.2
+tries TLS whenever nobody says no, and builds each connection a context from the
+system's CA store first, even where the server offers no TLS: client CPU enough per
+connection that thousands of users ramping up starve one another's logins past the
+server's connect_timeout (docs/performance.md). Plain is also what PyMySQL before 1.2 and
+mysqlclient on MariaDB Connector/C 3.3 connect with, so the drivers measure the same wire.
 
 :class:`MysqlFamily` holds what does not depend on the driver (error numbers, settings,
 DDL), so the ODBC target reuses it for ``mysql+pyodbc://`` URLs.
@@ -257,6 +263,8 @@ class MysqlTarget(MysqlFamily):
         name = url.database if database is None else database
         if name:
             params["database"] = name
+        if self.driver == "pymysql" and not any(key.startswith("ssl") for key in url.query):
+            params["ssl_disabled"] = True  # plain unless the URL asks for TLS (module docstring)
         # URL options are text; the drivers want numbers for flags and timeouts (local_infile=0)
         params.update({k: int(v) if v.isdigit() else v for k, v in url.query.items() if isinstance(v, str)})
         try:
@@ -288,9 +296,9 @@ class MysqlTarget(MysqlFamily):
 
     def client_paths(self) -> tuple[str, ...]:
         """Prepared statements and text on mysqlclient (prepared where libmariadb's
-        statement calls can run on its connections), none on PyMySQL. Prepared first:
-        with the server on a core of its own it cost the server 14 % less per point
-        select at the same client CPU (bench/experiments/results/mysql_prepared.txt)."""
+        statement calls can run on its connections), none on PyMySQL. Prepared first: it
+        costs the server less per statement at the same client CPU
+        (bench/experiments/results/mysql_prepared.txt)."""
         if self.driver != "mysqldb":
             return ()
         return ("text",) if libmariadb.unavailable() else ("prepared", "text")

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tpsbench.core.cursor import SendingCursor
+from tpsbench.core.cursor import PipelineCursor, SendingCursor
 from tpsbench.workloads.replay.trace import Statement, Trace, TraceSession
 
 #: the error messages kept per normalised statement
@@ -30,12 +30,16 @@ _DOLLAR = re.compile(r"\$(\d+)")
 
 @dataclass
 class Played:
-    """One session's outcome, statement by statement in trace order."""
+    """One session's outcome, statement by statement in trace order: ``started`` when each
+    was sent, ``latency_s`` from when each was due to its answer (None: it failed), both
+    appended as they happen, so that another thread can read them while the replay runs."""
 
     session: TraceSession
     latency_s: list[float | None] = field(default_factory=list)
     started: list[float] = field(default_factory=list)
     errors: dict[int, str] = field(default_factory=dict)
+    #: when each failure came back (perf_counter), by statement
+    failed_at: dict[int, float] = field(default_factory=dict)
 
 
 def bound(st: Statement) -> tuple[str, list[Any]]:
@@ -79,13 +83,22 @@ class Player:
             self.on_start(self.start)
 
     def play(self) -> list[Played]:
-        """Connect every session, then play them all from one start; Ctrl-C stops them."""
+        """Connect every session, then play them all from one start; Ctrl-C stops them.
+        All on one thread where the cursors can: pipelined (tpsbench.workloads.replay.pipelined),
+        else sending one statement at a time (:class:`Multiplexed`); else a thread a session."""
         connections = []
         try:
             for _ in self.trace.sessions:
                 connections.append(self.connect())
             played = self.played = [Played(s) for s in self.trace.sessions]
             cursors = [self.cursor_of(c) for c in connections]
+            if all(isinstance(c, PipelineCursor) for c in cursors) and not self.multiple_commands():
+                from tpsbench.workloads.replay.pipelined import Pipelined
+
+                shared: Multiplexed = Pipelined(self, played, cursors)
+                self._begin()
+                shared.run()
+                return played
             if all(isinstance(c, SendingCursor) for c in cursors):
                 self._begin()
                 Multiplexed(self, played, cursors).run()
@@ -112,12 +125,20 @@ class Player:
                 except Exception:  # noqa: BLE001 - a connection the server dropped closes with an error
                     pass
 
+    def multiple_commands(self) -> bool:
+        """Whether a statement without parameters may hold several (a semicolon before its
+        end): those go only as a simple query, which a pipeline cannot send; the replay
+        then sends one at a time."""
+        return any(";" in st.text.rstrip().rstrip(";") for s in self.trace.sessions for st in s.statements
+                   if not st.params)
+
     def failed(self, played: Played, i: int, exc: Exception) -> None:
         """Count a statement's failure (a driver's error), or raise what is not one."""
         if not self.is_error(exc):
             raise exc
-        played.latency_s.append(None)
         played.errors[i] = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        played.failed_at[i] = time.perf_counter()
+        played.latency_s.append(None)  # last: a reader on another thread (live intervals) finds the rest set
         if self.stop_on_error:
             self.first_error = self.first_error or played.errors[i]
             self.stop.set()
@@ -156,23 +177,32 @@ class Multiplexed:
         self.played = played
         self.cursors = cursors
         self.statements = [[bound(st) for st in p.session.statements] for p in played]
-        self.due = [[player.start + st.offset / player.speed for st in p.session.statements] for p in played]
+        self.due: list[list[float]] = []
         self.next = [0] * len(played)
-        self.waiting = [(d[0], i) for i, d in enumerate(self.due) if d]
-        heapq.heapify(self.waiting)
+        self.waiting: list[tuple[float, int]] = []
         self.poll = select.epoll()
         self.session_of = {c.fileno(): i for i, c in enumerate(cursors)}
         self.watched = [False] * len(cursors)
         self.busy = [False] * len(cursors)
         self.in_flight = 0
 
+    def schedule(self) -> None:
+        """Each statement's due time from the player's start, and each session's first queued."""
+        player = self.player
+        self.due = [[player.start + st.offset / player.speed for st in p.session.statements] for p in self.played]
+        self.waiting[:] = [(d[0], i) for i, d in enumerate(self.due) if d]
+        heapq.heapify(self.waiting)
+
     def run(self) -> None:
+        """From the player's start (set by now) until every statement is answered or stop is set."""
+        self.schedule()
         waiting, stop = self.waiting, self.player.stop
         try:
             while (waiting or self.in_flight) and not stop.is_set():
                 now = time.perf_counter()
                 while waiting and waiting[0][0] <= now:
                     self.send(heapq.heappop(waiting)[1])
+                self.handed()
                 timeout = max(0.0, waiting[0][0] - time.perf_counter()) if waiting else None
                 if not self.in_flight:
                     time.sleep(timeout or 0)
@@ -181,6 +211,9 @@ class Multiplexed:
                     self.answer(self.session_of[fd], fd)
         finally:
             self.poll.close()
+
+    def handed(self) -> None:
+        """Every statement due so far has been handed to its cursor (each has sent its own)."""
 
     def ready(self, timeout: float | None) -> list[tuple[int, int]]:
         """The sockets with answers, waiting for them at most ``timeout``. epoll waits whole

@@ -115,12 +115,11 @@ class TpccWorkload(Workload):
         return f"tpcc: one stored-procedure call per transaction ({', '.join(names)}; --procedures off: statements)"
 
     def users_per_worker(self, target: Target, options: Mapping[str, str]) -> int:
-        """100 with stored procedures: a call keeps the server busy for some 400 us and
-        the client for about a tenth of that, and users sharing one worker's thread cost
-        the client less each (more results per wake-up). Measured with 8, 50 and 100
-        users on 2 cores: one worker spent 18-27% less driver CPU per transaction than
-        two, at the same TPS (bench/results/engine_tpcc.txt). The statement path, a
-        thread per user and several round trips per transaction, spreads as before."""
+        """100 with stored procedures: a call keeps the server busy far longer than the
+        client, and users sharing one worker's thread cost the client less each (more
+        results per wake-up): one worker spent less driver CPU per transaction than two,
+        at the same TPS (bench/results/engine_tpcc.txt). The statement path, a thread
+        per user and several round trips per transaction, spreads as before."""
         return USERS_PER_WORKER if uses_procedures(dict(options), statements(target.sql)) else 1
 
     def database_counts(self, conn: Any) -> dict[str, int]:

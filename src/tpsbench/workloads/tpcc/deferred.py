@@ -37,17 +37,14 @@ takes the requests of its share of the warehouses (W_ID modulo the executors). W
 warehouse: two Deliveries of one warehouse lock its districts' oldest NEW-ORDER rows in
 the same order, so they run one after the other whatever the number of executors; a
 second executor on the same warehouse would only sit on the first one's locks while
-other warehouses' requests wait. So with think times off, when requests come as fast as the server answers (4% of the
-transactions), a worker runs one executor per warehouse, up to ``MAX_EXECUTORS`` (which
-bounds the connections a worker adds): more could not run at once, and an executor with
-no work costs only a connection and a wake-up every ``WAIT_S``. Measured on 2 cores with
-PostgreSQL's procedures, 4 warehouses at 100 users (4 executors) and 16 at 200 users
-(two workers of 8): the executors committed 4.0% and 4.1% of the transactions, and
-delivery_queue's p90 stayed at 20 ms and 0.43 s. With think times on a terminal queues
-a Delivery about every nine minutes (one card in 25, some 21 s of keying, thinking and
-waiting per card), and one executor keeps up with thousands of terminals. (The
-executors' connections come on top of the users': the run's connection check, which
-counts users, does not know them.)
+other warehouses' requests wait. So with think times off, when requests come as fast as
+the server answers (4% of the transactions), a worker runs one executor per warehouse,
+up to ``MAX_EXECUTORS`` (which bounds the connections a worker adds): more could not run
+at once, and an executor with no work costs only a connection and a wake-up every
+``WAIT_S``. With think times on a terminal queues a Delivery about every nine minutes
+(one card in 25, some 21 s of keying, thinking and waiting per card), and one executor
+keeps up with thousands of terminals. (The executors' connections come on top of the
+users': the run's connection check, which counts users, does not know them.)
 
 What a step's results mean in deferred mode: a Delivery is counted when an executor
 commits it, so the mix shows the Deliveries that completed, not those queued; once the

@@ -74,8 +74,7 @@ def ol_counts(seed: int, w: int, d: int) -> np.ndarray:
 def order_line_rows(seed: int, warehouses: Iterable[int]) -> int:
     """Exact ORDER_LINE row count for the given warehouses of a build with ``seed``.
 
-    Cheap (3,000 small integers drawn per district, about 1 ms per warehouse), because
-    O_OL_CNT has its own stream.
+    Cheap (3,000 small integers drawn per district), because O_OL_CNT has its own stream.
     """
     return sum(
         int(ol_counts(seed, w, d).sum(dtype=np.int64))

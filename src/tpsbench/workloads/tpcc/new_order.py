@@ -286,7 +286,7 @@ def call(session: TpccSession, inp: NewOrderInputs) -> tuple[str, tuple]:
 
     Numbers by str(), not looked up in a table of their texts: the table (6 MB for every
     item id) saved instructions, but each lookup of a random item missed the caches the
-    database had just filled (perf: a twentieth of the worker's CPU in tuple lookups)."""
+    database had just filled, which perf showed as the worker's CPU in tuple lookups."""
     s = session.stmts
     supply = ",".join([str(inp.w_id)] * len(inp.supply) if inp.all_local else map(str, inp.supply))
     items, quantities = ",".join(map(str, inp.items)), ",".join(map(str, inp.quantities))
