@@ -23,7 +23,20 @@ workloads' fast sessions); ``--path thread`` on a thread of its own (VirtualUser
 valgrind, and the databases of bench/vs_sysbench.py (tpsb_sb_bench, for sysbench) and
 bench/engine_tpcc.py (tpsb_eng_tpcc, for tpcc) on the servers of ``--pg-url`` and
 ``--mysql-url`` (default: $TPSBENCH_BENCH_PG's and $TPSBENCH_BENCH_MYSQL's, else
-127.0.0.1's; bench/servers.py), into which each workload puts its database.
+127.0.0.1's; bench/servers.py), into which each workload puts its database. For tpce,
+a database of the smallest scale, tpsb_cg_tpce by default (``--database tpce=NAME``)::
+
+    tpsbench build tpce --customers 1000 --trade-days 1 --market-days 30 \
+        --db postgresql://postgres@127.0.0.1/tpsb_cg_tpce
+
+A TPC-E user runs with its worker's market exchange emulator but no executors: the
+Trade-Results and Market-Feeds its orders cause fall overdue and the user runs them
+itself (tpce/mee.py), so its transactions are the whole mix, the market's included;
+how many of them fall into a run depends on the clock, so two runs of one revision
+differ by a few per cent. The option ``help=off`` (this script's, not the workload's)
+leaves the exchange's work alone: the customers' eight transactions only, the same
+seeded sequence in every revision. TPC-E's sessions run on their own thread whatever
+``--path`` says (the shared thread hosts only sessions that send statement by statement).
 """
 
 from __future__ import annotations
@@ -40,7 +53,7 @@ from revisions import source_tree  # type: ignore[import-not-found]
 from servers import add_url_options, urls, with_database  # type: ignore[import-not-found]
 
 #: the database of each workload, made by the benchmarks the docstring names
-DATABASES = {"sysbench": "tpsb_sb_bench", "tpcc": "tpsb_eng_tpcc"}
+DATABASES = {"sysbench": "tpsb_sb_bench", "tpcc": "tpsb_eng_tpcc", "tpce": "tpsb_cg_tpce"}
 
 #: N transactions of one user in this process, after 200 to warm up; the session and
 #: its connection are kept from the warm-up to the measured run, as the engine keeps them
@@ -64,6 +77,9 @@ wl = get_workload(workload)
 options = {o.name: o.default for o in wl.run_options}
 options.update(kv.split("=", 1) for kv in spec.split("+") if kv != "-")
 options["think"] = "off"
+if options.pop("help", "on") == "off":  # TPC-E's users never take the exchange's overdue work
+    from tpsbench.workloads.tpce import mee
+    mee.LATE_S = float("inf")
 wl.configure(options)
 target = open_target(url)
 meta = wl.verify_schema(target)
@@ -83,11 +99,15 @@ class Countdown(IntervalRecorder):
 
 user = VirtualUser(0, target, IntervalRecorder(wl.transaction_names))
 user.conn = target.connect()
+background = getattr(wl, "background", None)
+if background is not None:  # TPC-E's users need their worker's market exchange (no executors run)
+    background(ctx, 0, 1)
 session = wl.open_session(ctx, 0, 1, user.conn, target)
+hostable = getattr(Multiplexer, "can_host", lambda s: True)(session)
 for count in (200, int(n)):
     rec = Countdown(wl.transaction_names)
     rec.left, rec.stop = count, threading.Event()
-    if path == "mux":
+    if path == "mux" and hostable:
         mux = Multiplexer(target, rec, rec.stop, False)
         mux.start()
         mux.host(session)
@@ -111,7 +131,8 @@ def functions(path: Path) -> dict[str, int]:
     return found
 
 
-def per_transaction(src: Path, target: str, path: str, tmp: Path, servers: dict[str, str]) -> dict[str, float]:
+def per_transaction(src: Path, target: str, path: str, tmp: Path, servers: dict[str, str],
+                    databases: dict[str, str]) -> dict[str, float]:
     """Self instructions per transaction, per function (the difference of an N1 and an N2 run)."""
     server, workload, spec, n1, n2 = target.split(":")
     runs = []
@@ -122,7 +143,7 @@ def per_transaction(src: Path, target: str, path: str, tmp: Path, servers: dict[
         # vary with it): the same revision then counts the same to 0.1 %
         env = dict(os.environ, PYTHONPATH=str(src), OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
         done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", python, "-c", LOOP,
-                               with_database(servers[server], DATABASES[workload]), workload, spec, path, n],
+                               with_database(servers[server], databases[workload]), workload, spec, path, n],
                               capture_output=True, text=True, env=env)
         if done.returncode:
             sys.exit(f"{target} on {src}: the loop failed:\n{done.stderr[-3000:]}")
@@ -139,8 +160,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--path", choices=("mux", "thread"), default="mux",
                         help="the user on a worker's shared thread (mux) or on a thread of its own")
     parser.add_argument("--top", type=int, default=0, help="also list the N most costly functions of each run")
+    parser.add_argument("--database", action="append", default=[], metavar="WORKLOAD=NAME",
+                        help="the database of a workload, instead of the one DATABASES names")
     add_url_options(parser, "", note=f"; the workload's database is put in: {', '.join(DATABASES.values())}")
     args = parser.parse_args(argv)
+    databases = dict(DATABASES)
+    for given in args.database:
+        workload, sep, name = given.partition("=")
+        if not sep or workload not in DATABASES or not name:
+            parser.error(f"--database {given!r}: use WORKLOAD=NAME, WORKLOAD one of {', '.join(DATABASES)}")
+        databases[workload] = name
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         revs = [(name, source_tree(rev, tmp)) for name, _, rev in (r.partition("=") for r in args.rev)]
@@ -148,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
         for target in args.target:
             totals = {}
             for name, src in revs:
-                costs = per_transaction(src, target, args.path, tmp, urls(args))
+                costs = per_transaction(src, target, args.path, tmp, urls(args), databases)
                 totals[name] = sum(costs.values())
                 for cost, function in sorted(((v, k) for k, v in costs.items()), reverse=True)[: args.top]:
                     print(f"    {name:8} {cost:9,.0f}  {function[:110]}")

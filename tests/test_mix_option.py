@@ -68,11 +68,12 @@ def test_a_run_realises_the_asked_mix_and_keeps_it(built_tpcc_sqlite: Path, tmp_
 def test_tpce_users_take_a_mix_of_their_own_and_the_market_keeps_its_transactions() -> None:
     import random
 
-    from tpsbench.workloads.tpce.mix import Deck as TpceDeck
-    from tpsbench.workloads.tpce.mix import mix_shares
+    from tpsbench.core.transactions import Deck as TpceDeck
+    from tpsbench.core.transactions import shuffled_copy
+    from tpsbench.workloads.tpce.table import TABLE
 
-    deck = TpceDeck(random.Random(3), mix_shares({"mix": "trade_order=300,trade_status=700"}))
+    deck = TpceDeck(TABLE.cards(TABLE.shares("trade_order=300,trade_status=700")), shuffled_copy(random.Random(3)))
     dealt = [deck.draw() for _ in range(2000)]
     assert (dealt.count("trade_order"), dealt.count("trade_status")) == (600, 1400)
     with pytest.raises(TpsbenchError, match="unknown transaction 'trade_result'"):
-        mix_shares({"mix": "trade_result=1"})  # the market's, from the Trade-Orders
+        TABLE.shares("trade_result=1")  # the market's, from the Trade-Orders

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -33,8 +33,8 @@ from tpsbench.workloads.tpce.broker_volume import BrokerVolumeInputs
 from tpsbench.workloads.tpce.maintenance import Maintenance
 from tpsbench.workloads.tpce.market_feed import MarketFeedInputs
 from tpsbench.workloads.tpce.mee import MarketExchange, MarketSession
-from tpsbench.workloads.tpce.mix import WEIGHTS
 from tpsbench.workloads.tpce.session import TpceSession
+from tpsbench.workloads.tpce.table import CUSTOMER_WEIGHTS as WEIGHTS
 from tpsbench.workloads.tpce.trade_lookup import TradeLookupInputs
 from tpsbench.workloads.tpce.trade_order import TradeOrderInputs
 from tpsbench.workloads.tpce.trade_result import TradeResultInputs
@@ -435,12 +435,17 @@ def test_a_run_through_odbc_reconciles_and_passes_the_checks(db: Db, tmp_path: P
 def test_the_statements_are_built_for_every_dialect_and_sql_server_parses_them() -> None:
     import sqlglot
 
-    from tpsbench.workloads.tpce.statements import statements
+    from tpsbench.workloads.tpce.table import statements
 
     def texts(s: Any) -> list[str]:
-        """Every statement of the table: its strings, and those of its tuples."""
-        found = [v for v in vars(s).values() if isinstance(v, str)]
-        return found + [t for v in vars(s).values() if isinstance(v, tuple) for t in v if isinstance(t, str)]
+        """Every statement of the table: its strings, and those of its tuples, in every
+        transaction's statements."""
+        values = [getattr(part, f.name) for part in astuple_shallow(s) for f in fields(part)]
+        found = [v for v in values if isinstance(v, str) and v]
+        return found + [t for v in values if isinstance(v, tuple) for t in v if isinstance(t, str)]
+
+    def astuple_shallow(s: Any) -> list[Any]:
+        return [getattr(s, f.name) for f in fields(s)]
 
     dialects = sql_dialects()
     assert set(dialects) == {"postgresql", "mysql", "sqlite", "mssql"}
@@ -481,6 +486,7 @@ def share(values: list[bool]) -> float:
 
 
 def test_the_deck_and_the_sub_mixes_follow_b2_with_skewed_customers_and_trades() -> None:
+    from tpsbench.core.transactions import Deck, shuffled_copy
     from tpsbench.workloads.tpce import (
         broker_volume,
         customer_position,
@@ -488,10 +494,11 @@ def test_the_deck_and_the_sub_mixes_follow_b2_with_skewed_customers_and_trades()
         security_detail,
         trade_order,
     )
-    from tpsbench.workloads.tpce.mix import CUSTOMER_WEIGHTS, Deck, Draws, price_range
+    from tpsbench.workloads.tpce.mix import Draws, price_range
+    from tpsbench.workloads.tpce.table import CUSTOMER_WEIGHTS, TABLE
 
     draw = Draws(3, 0, synthetic_world())
-    deck = Deck(draw.rng)
+    deck = Deck(TABLE.cards(), shuffled_copy(draw.rng))
     dealt = Counter(deck.draw() for _ in range(8900))
     assert dealt == {name: 10 * n for name, n in CUSTOMER_WEIGHTS.items()} and sum(CUSTOMER_WEIGHTS.values()) == 890
     orders = [trade_order.inputs(draw, k) for k in range(20_000)]

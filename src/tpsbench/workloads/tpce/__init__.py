@@ -26,7 +26,7 @@ from tpsbench.core.procedures import PROCEDURE_MODES, install_for_run
 from tpsbench.core.session import Background, RunContext, Session
 from tpsbench.core.target import Target
 from tpsbench.core.workload import Check, LoadParams, LoadTask, Option, SizeEstimate, Workload
-from tpsbench.workloads.tpce import checks, counts, expected, loader, mee, mix, procedures, trade_cleanup
+from tpsbench.workloads.tpce import checks, counts, expected, loader, mee, procedures, trade_cleanup
 from tpsbench.workloads.tpce.layout import (
     DEFAULT_MARKET_DAYS,
     DEFAULT_TRADE_DAYS,
@@ -39,6 +39,7 @@ from tpsbench.workloads.tpce.layout import (
 )
 from tpsbench.workloads.tpce.maintenance import Maintenance
 from tpsbench.workloads.tpce.session import TpceSession
+from tpsbench.workloads.tpce.table import TABLE
 
 BUILD_OPTIONS = (
     Option("trade_days", str(DEFAULT_TRADE_DAYS),
@@ -75,7 +76,7 @@ class TpceWorkload(Workload):
                                     MAX_TRADE_DAYS)
         self.market_days = day_count("--market-days", str(options.get("market_days", DEFAULT_MARKET_DAYS)),
                                      MAX_MARKET_DAYS)
-        mix.mix_shares(options)  # refused now, not in every worker
+        TABLE.shares(str(options.get("mix", "")))  # refused now, not in every worker
 
     def constants(self, seed: int) -> dict[str, int]:
         return loader.constants(self.trade_days, self.market_days)
@@ -124,7 +125,7 @@ class TpceWorkload(Workload):
                " Default: TPC-E's, 49/130/180/140/80/101/190/20 per 1,000 for broker_volume, customer_position,"
                " market_watch, security_detail, trade_lookup, trade_order, trade_status, trade_update."),
     )
-    transaction_names = mix.TRANSACTIONS
+    transaction_names = TABLE.names
     timing_names = mee.TIMINGS
     #: in a worker: this step's market exchange emulator (background()), and the
     #: Data-Maintenance component of worker 0, which carries its turn to the next step

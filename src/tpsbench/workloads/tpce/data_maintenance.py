@@ -20,12 +20,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tpsbench.core.sql import SqlDialect, concat
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import Link, Statements, as_text, day, stamp
+from tpsbench.workloads.tpce.sql import as_text, day, stamp
 from tpsbench.workloads.tpce.universe import Universe, as_day
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 TABLES = ("account_permission", "address", "company", "customer", "customer_taxrate", "daily_market", "exchange",
           "financial", "news_item", "security", "taxrate", "watch_item")
@@ -44,37 +47,59 @@ class DataMaintenanceInputs:
     tx_id: str
 
 
-def statements(d: SqlDialect) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class DataMaintenanceSql:
+    dm_account_permission: str
+    dm_address: str
+    dm_company: str
+    dm_customer: str
+    dm_tax_ids: str
+    dm_customer_taxrate: str
+    dm_daily_market: str
+    dm_exchanges: str
+    dm_exchange: str
+    dm_quarters: str
+    dm_financial: str
+    dm_news_item: str
+    dm_exch_date: str
+    dm_security: str
+    dm_tax_name: str
+    dm_taxrate: str
+    dm_watch_list: str
+    dm_watch_item: str
+
+
+def statements(d: SqlDialect) -> DataMaintenanceSql:
     def email(domain: str) -> str:
         return concat(d, "c_l_name", "'.'", "c_f_name", f"'@{domain}'")
 
-    return {
-        "dm_account_permission": ("UPDATE account_permission SET ap_acl = CASE WHEN ap_acl = '1111' THEN '0011'"
-                                  " ELSE '1111' END WHERE ap_ca_id = ?"),
-        "dm_address": ("UPDATE address SET ad_line2 = CASE WHEN ad_line2 = 'Apt. 10C' THEN 'Apt. 22'"
-                       " ELSE 'Apt. 10C' END WHERE ad_id = (SELECT c_ad_id FROM customer WHERE c_id = ?)"),
-        "dm_company": ("UPDATE company SET co_sp_rate = CASE WHEN co_sp_rate = 'ABA' THEN 'AAA' ELSE 'ABA' END"
-                       " WHERE co_id = ?"),
-        "dm_customer": (f"UPDATE customer SET c_email_2 = CASE WHEN c_email_2 LIKE '%@mindspring.com'"
-                        f" THEN {email('earthlink.com')} ELSE {email('mindspring.com')} END WHERE c_id = ?"),
-        "dm_tax_ids": "SELECT cx_tx_id FROM customer_taxrate WHERE cx_c_id = ? ORDER BY cx_tx_id",
-        "dm_customer_taxrate": "UPDATE customer_taxrate SET cx_tx_id = ? WHERE cx_c_id = ? AND cx_tx_id = ?",
-        "dm_daily_market": "UPDATE daily_market SET dm_vol = dm_vol + ? WHERE dm_s_symb = ? AND dm_date = ?",
-        "dm_exchanges": "SELECT ex_id, ex_desc FROM exchange ORDER BY ex_id",
-        "dm_exchange": "UPDATE exchange SET ex_desc = ? WHERE ex_id = ?",
-        "dm_quarters": "SELECT fi_year, fi_qtr, fi_qtr_start_date FROM financial WHERE fi_co_id = ? ORDER BY 1, 2",
-        "dm_financial": ("UPDATE financial SET fi_qtr_start_date = ? WHERE fi_co_id = ? AND fi_year = ?"
-                         " AND fi_qtr = ?"),
-        "dm_news_item": ("UPDATE news_item SET ni_dts = ? WHERE ni_id IN"
-                         " (SELECT nx_ni_id FROM news_xref WHERE nx_co_id = ?)"),
-        "dm_exch_date": "SELECT s_exch_date FROM security WHERE s_symb = ?",
-        "dm_security": "UPDATE security SET s_exch_date = ? WHERE s_symb = ?",
-        "dm_tax_name": "SELECT tx_name FROM taxrate WHERE tx_id = ?",
-        "dm_taxrate": "UPDATE taxrate SET tx_name = ? WHERE tx_id = ?",
-        "dm_watch_list": ("SELECT wl_id, wi_s_symb FROM watch_list, watch_item WHERE wl_c_id = ?"
-                          " AND wi_wl_id = wl_id ORDER BY wl_id, wi_s_symb"),
-        "dm_watch_item": "UPDATE watch_item SET wi_s_symb = ? WHERE wi_wl_id = ? AND wi_s_symb = ?",
-    }
+    return DataMaintenanceSql(
+        dm_account_permission=("UPDATE account_permission SET ap_acl = CASE WHEN ap_acl = '1111' THEN '0011'"
+                               " ELSE '1111' END WHERE ap_ca_id = ?"),
+        dm_address=("UPDATE address SET ad_line2 = CASE WHEN ad_line2 = 'Apt. 10C' THEN 'Apt. 22'"
+                    " ELSE 'Apt. 10C' END WHERE ad_id = (SELECT c_ad_id FROM customer WHERE c_id = ?)"),
+        dm_company=("UPDATE company SET co_sp_rate = CASE WHEN co_sp_rate = 'ABA' THEN 'AAA' ELSE 'ABA' END"
+                    " WHERE co_id = ?"),
+        dm_customer=(f"UPDATE customer SET c_email_2 = CASE WHEN c_email_2 LIKE '%@mindspring.com'"
+                     f" THEN {email('earthlink.com')} ELSE {email('mindspring.com')} END WHERE c_id = ?"),
+        dm_tax_ids="SELECT cx_tx_id FROM customer_taxrate WHERE cx_c_id = ? ORDER BY cx_tx_id",
+        dm_customer_taxrate="UPDATE customer_taxrate SET cx_tx_id = ? WHERE cx_c_id = ? AND cx_tx_id = ?",
+        dm_daily_market="UPDATE daily_market SET dm_vol = dm_vol + ? WHERE dm_s_symb = ? AND dm_date = ?",
+        dm_exchanges="SELECT ex_id, ex_desc FROM exchange ORDER BY ex_id",
+        dm_exchange="UPDATE exchange SET ex_desc = ? WHERE ex_id = ?",
+        dm_quarters="SELECT fi_year, fi_qtr, fi_qtr_start_date FROM financial WHERE fi_co_id = ? ORDER BY 1, 2",
+        dm_financial=("UPDATE financial SET fi_qtr_start_date = ? WHERE fi_co_id = ? AND fi_year = ?"
+                      " AND fi_qtr = ?"),
+        dm_news_item=("UPDATE news_item SET ni_dts = ? WHERE ni_id IN"
+                      " (SELECT nx_ni_id FROM news_xref WHERE nx_co_id = ?)"),
+        dm_exch_date="SELECT s_exch_date FROM security WHERE s_symb = ?",
+        dm_security="UPDATE security SET s_exch_date = ? WHERE s_symb = ?",
+        dm_tax_name="SELECT tx_name FROM taxrate WHERE tx_id = ?",
+        dm_taxrate="UPDATE taxrate SET tx_name = ? WHERE tx_id = ?",
+        dm_watch_list=("SELECT wl_id, wi_s_symb FROM watch_list, watch_item WHERE wl_c_id = ?"
+                       " AND wi_wl_id = wl_id ORDER BY wl_id, wi_s_symb"),
+        dm_watch_item="UPDATE watch_item SET wi_s_symb = ? WHERE wi_wl_id = ? AND wi_s_symb = ?",
+    )
 
 
 def inputs(draw: Draws, turn: int) -> DataMaintenanceInputs:
@@ -87,15 +112,23 @@ def inputs(draw: Draws, turn: int) -> DataMaintenanceInputs:
         draw.symbol(), day(draw.market_day()), draw.rng.randint(1, 10), draw.pick(world.tax_ids))
 
 
-def execute(link: Link, s: Statements, inp: DataMaintenanceInputs, world: Universe) -> int:
-    """The change on ``link``, its transaction left open; the rows it updated."""
+def drawn(user: FramesSession) -> DataMaintenanceInputs:
+    """The inputs of the session's next turn."""
+    return inputs(user.draw, user.next_turn())
+
+
+def run(user: FramesSession, inp: DataMaintenanceInputs) -> int:
+    """The change, its transaction left open; the rows it updated."""
+    link, s, world = user.link, user.sql.data_maintenance, user.world
     cur, table = link.cur, inp.table
     link.begin()
-    simple = {"account_permission": (inp.acct_id,), "address": (inp.c_id,), "company": (inp.co_id,),
-              "customer": (inp.c_id,), "daily_market": (inp.vol_incr, inp.symbol, inp.day),
-              "news_item": (stamp(datetime.now(UTC)), inp.co_id)}
+    simple = {"account_permission": (s.dm_account_permission, (inp.acct_id,)),
+              "address": (s.dm_address, (inp.c_id,)), "company": (s.dm_company, (inp.co_id,)),
+              "customer": (s.dm_customer, (inp.c_id,)),
+              "daily_market": (s.dm_daily_market, (inp.vol_incr, inp.symbol, inp.day)),
+              "news_item": (s.dm_news_item, (stamp(datetime.now(UTC)), inp.co_id))}
     if table in simple:
-        cur.execute(getattr(s, f"dm_{table}"), simple[table])
+        cur.execute(*simple[table])
         return max(cur.rowcount, 0)
     updates: list[tuple[str, tuple]] = []
     if table == "customer_taxrate":

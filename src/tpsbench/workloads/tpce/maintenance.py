@@ -18,9 +18,8 @@ from typing import Any, ClassVar
 
 from tpsbench.core.session import Background, RunContext, Session, TimingSink
 from tpsbench.core.target import Target
-from tpsbench.workloads.tpce import data_maintenance
+from tpsbench.workloads.tpce.frames import FramesSession
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.statements import FramesSession
 from tpsbench.workloads.tpce.universe import universe
 
 INTERVAL_S = 60.0
@@ -47,17 +46,13 @@ class MaintenanceSession(FramesSession):
             return ""
         return "data_maintenance"
 
-    def inputs(self, name: str) -> object:
-        """The next table's inputs; the next call is due an interval after this one was
-        (a failed call is not tried again before then)."""
+    def next_turn(self) -> int:
+        """The next table's turn (data_maintenance.drawn); the next call is due an
+        interval after this one was (a failed call is not tried again before then)."""
         component = self.component
         component.due += INTERVAL_S
         component.turn += 1
-        return data_maintenance.inputs(self.draw, component.turn - 1)
-
-    def execute(self, name: str, inputs: object) -> bool:
-        self.run(data_maintenance.execute, inputs, self.world)
-        return True
+        return component.turn - 1
 
 
 class Maintenance(Background):

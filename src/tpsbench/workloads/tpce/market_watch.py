@@ -11,11 +11,14 @@ neither sum.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tpsbench.core.sql import SqlDialect, to_decimal
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import Link, Statements, day
+from tpsbench.workloads.tpce.sql import day
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 #: the three kinds of list, and their share in per cent
 WATCH_LIST, INDUSTRY, HOLDINGS = 0, 1, 2
@@ -34,20 +37,25 @@ class MarketWatchInputs:
     start_day: str
 
 
-def statements(d: SqlDialect) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class MarketWatchSql:
+    mw_change: tuple[str, ...]
+
+
+def statements(d: SqlDialect) -> MarketWatchSql:
     lists = (
         "SELECT wi_s_symb AS symb FROM watch_item, watch_list WHERE wi_wl_id = wl_id AND wl_c_id = ?",
         ("SELECT s_symb AS symb FROM industry, company, security WHERE in_name = ? AND co_in_id = in_id"
          " AND co_id BETWEEN ? AND ? AND s_co_id = co_id"),
         "SELECT hs_s_symb AS symb FROM holding_summary WHERE hs_ca_id = ?",
     )
-    return {
-        "mw_change": tuple(
+    return MarketWatchSql(
+        mw_change=tuple(
             "SELECT COALESCE(SUM(s_num_out * lt_price), 0), COALESCE(SUM(s_num_out * dm_close), 0)"
             f" FROM ({source}) w JOIN last_trade ON lt_s_symb = w.symb JOIN security ON s_symb = w.symb"
             " JOIN daily_market ON dm_s_symb = w.symb AND dm_date = ?"
             for source in lists),
-    }
+    )
 
 
 def inputs(draw: Draws) -> MarketWatchInputs:
@@ -64,8 +72,14 @@ def inputs(draw: Draws) -> MarketWatchInputs:
     return MarketWatchInputs(HOLDINGS, draw.account(), 0, 0, start)
 
 
-def execute(link: Link, s: Statements, inp: MarketWatchInputs) -> float:
+def drawn(user: FramesSession) -> MarketWatchInputs:
+    """The inputs from the user's draws."""
+    return inputs(user.draw)
+
+
+def run(user: FramesSession, inp: MarketWatchInputs) -> float:
     """The capitalisation-weighted change of the list since the start day, in per cent."""
+    link, s = user.link, user.sql.market_watch
     cur = link.cur
     if inp.kind == INDUSTRY:
         params: tuple = (inp.key, inp.first_co_id, inp.last_co_id, inp.start_day)

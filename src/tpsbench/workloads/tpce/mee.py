@@ -60,16 +60,11 @@ from typing import Any, ClassVar
 
 from tpsbench.core.session import Background, RunContext, Session, TimingSink
 from tpsbench.core.target import Target
-from tpsbench.workloads.tpce.market_feed import (
-    FEED_ENTRIES,
-    Entry,
-    MarketFeedInputs,
-    Triggered,
-)
+from tpsbench.workloads.tpce.frames import FramesSession
+from tpsbench.workloads.tpce.market_feed import FEED_ENTRIES, Entry, Triggered
 from tpsbench.workloads.tpce.mix import PRICE_SWING
-from tpsbench.workloads.tpce.statements import FramesSession
 from tpsbench.workloads.tpce.trade_order import QUANTITIES, TradeOrderOutput
-from tpsbench.workloads.tpce.trade_result import TradeResultInputs, TradeResultOutput
+from tpsbench.workloads.tpce.trade_result import TradeResultOutput
 from tpsbench.workloads.tpce.universe import Security, Universe, universe
 
 #: the spans recorded beside the transactions (Workload.timing_names)
@@ -279,46 +274,22 @@ class MarketExchange:
 
 class MarketSession(FramesSession):
     """An executor's session: the exchange's work, one transaction at a time, each as
-    its frames or, with the run option procedures on, one call (FramesSession.perform)."""
+    its frames or, with the run option procedures on, one call; what it commits goes
+    back to the exchange (FramesSession.hand_over)."""
 
     def __init__(self, ctx: RunContext, conn: Any, target: Target, exchange: MarketExchange,
                  timing: TimingSink) -> None:
         super().__init__(ctx, 0, 1, conn, target)
-        self.exchange = exchange
+        self.market = exchange
+        self.hand_over(exchange)
         exchange.attach(universe(target, conn), timing)
-        self._work: Work | None = None
 
     def next_transaction(self) -> str:
-        work = self.exchange.take(WAIT_S)
+        work = self.market.take(WAIT_S)
         if work is None:
             return ""  # no work yet: the engine looks at the step's end and asks again
-        self._work = work
+        self.work = work
         return work.name
-
-    def inputs(self, name: str) -> object:
-        assert self._work is not None
-        return work_inputs(self.exchange, self._work)
-
-    def execute(self, name: str, inputs: object) -> bool:
-        execute_work(self, self.exchange, name, inputs)
-        return True
-
-
-def work_inputs(exchange: MarketExchange, work: Work) -> object:
-    """A dispatched work's transaction inputs: a market order trades at the price now."""
-    if work.name == "market_feed":
-        return MarketFeedInputs(work.entries)
-    price = work.price if work.price is not None else exchange.price(work.symbol)
-    return TradeResultInputs(work.trade_id, price)
-
-
-def execute_work(session: FramesSession, exchange: MarketExchange, name: str, inputs: object) -> None:
-    """Run a dispatched work's transaction on ``session`` and tell the exchange what came
-    of it (the same outputs from a stored-procedure call as from the frames)."""
-    if name == "market_feed":
-        exchange.triggered(session.perform(name, inputs))
-    else:
-        exchange.completed(session.perform(name, inputs))
 
 
 class MarketExecutor(Background):

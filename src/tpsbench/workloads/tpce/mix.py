@@ -1,13 +1,4 @@
-"""The TPC-E customer emulator's mix and each user's random draws.
-
-The emulated customers (the users) run the mix of the brief's B2 without Trade-Result
-and Market-Feed, which come from the market exchange emulator (mee.py) alone: per 1000
-transactions of the whole mix 49 Broker-Volume, 130 Customer-Position, 180 Market-Watch,
-140 Security-Detail, 80 Trade-Lookup, 101 Trade-Order, 190 Trade-Status and 20
-Trade-Update, i.e. a deck of 890 cards that each user shuffles on its own and deals to
-the end (every window of 890 of one user's transactions is exactly at the weights, as
-TPC-C's deck is). Trade-Result (100) and Market-Feed (10) then emerge from the orders
-the Trade-Orders place.
+"""Each TPC-E user's random draws (the mix they deal is the table's, table.py).
 
 Non-uniform selection (EGen skews customers, accounts and trade ids; its exact
 functions are not reproduced, the brief allows dropping exact RNG): a customer is
@@ -20,61 +11,19 @@ make hot accounts; a trade id of the initial trades is skewed toward the newest
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from decimal import Decimal
-from itertools import chain, repeat
 from typing import TypeVar
 
-from tpsbench.core.parse import parse_mix
 from tpsbench.workloads.tpce.sql import cents
 from tpsbench.workloads.tpce.universe import Customer, Security, Universe
 
-#: every transaction of the run, in report order (B2's table)
-TRANSACTIONS = ("broker_volume", "customer_position", "market_feed", "market_watch", "security_detail",
-                "trade_lookup", "trade_order", "trade_result", "trade_status", "trade_update", "data_maintenance")
-#: B2's weights per 1000 of the whole mix
-WEIGHTS = {"broker_volume": 49, "customer_position": 130, "market_feed": 10, "market_watch": 180,
-           "security_detail": 140, "trade_lookup": 80, "trade_order": 101, "trade_result": 100,
-           "trade_status": 190, "trade_update": 20}
-#: what the market exchange emulator sends, not the customers
-FROM_MARKET = ("trade_result", "market_feed")
-#: the users' deck: the weights without the market's
-CUSTOMER_WEIGHTS = {name: n for name, n in WEIGHTS.items() if name not in FROM_MARKET}
 #: how far the market moves a price either way of its centre, as a fraction (EGen's
 #: curve swings between 20 and 30 dollars, +-20%; the loader's 900 s wave some +-4%)
 PRICE_SWING = Decimal("0.05")
 
 T = TypeVar("T")
-
-
-def mix_shares(options: Mapping[str, str]) -> dict[str, float] | None:
-    """The users' mix --mix asks for (None: the rule's), or a one-line error; Trade-Result
-    and Market-Feed are the market's, and follow from the Trade-Orders."""
-    text = options.get("mix", "")
-    return parse_mix(text, tuple(CUSTOMER_WEIGHTS)) if text else None
-
-
-class Deck:
-    """The users' transactions, dealt from a shuffled deck of 890 cards (module docstring)."""
-
-    __slots__ = ("_deal",)
-
-    def __init__(self, rng: random.Random, shares: Mapping[str, float] | None = None) -> None:
-        """``shares``: --mix, each user transaction's share (summing to 1), dealt as cards
-        per 1,000; default CUSTOMER_WEIGHTS, the rule's."""
-        counts = CUSTOMER_WEIGHTS if shares is None else {name: round(1000 * share) for name, share in shares.items()}
-        cards = [name for name, n in counts.items() for _ in range(n)]
-        self._deal: Iterator[str] = chain.from_iterable(map(_shuffled, repeat(cards), repeat(rng)))
-
-    def draw(self) -> str:
-        return next(self._deal)
-
-
-def _shuffled(cards: list[str], rng: random.Random) -> list[str]:
-    out = cards[:]
-    rng.shuffle(out)
-    return out
 
 
 class Draws:

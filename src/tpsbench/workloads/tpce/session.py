@@ -1,9 +1,11 @@
 """One emulated TPC-E customer: :class:`TpceSession`, the engine's view of a user.
 
-A user deals the customer emulator's mix (mix.py: the brief's B2 without Trade-Result
-and Market-Feed), draws each transaction's inputs over what the database holds
-(universe.py) and runs its frames as client SQL, or with the run option ``procedures``
-one call of its stored procedure where it has one (procedures.py). A committed
+A user deals the customer emulator's mix (table.py: the brief's B2 without
+Trade-Result and Market-Feed), draws each transaction's inputs over what the database
+holds (universe.py) and runs its frames as client SQL, or with the run option
+``procedures`` one call of its stored procedure where it has one (procedures.py): the
+generic mix session does all of that from the table (frames.FramesSession); this
+class adds what is a customer's own, its draws and its trade ids. A committed
 Trade-Order goes to the worker's market exchange emulator (mee.py), which sends the
 Trade-Results and Market-Feeds the orders cause from connections of its own; when those
 fall behind, the user takes the exchange's overdue work before its next card (mee.py
@@ -22,39 +24,19 @@ once per connection and kept; the statement table is built once per process.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.session import RunContext
 from tpsbench.core.target import Target
-from tpsbench.workloads.tpce import (
-    broker_volume,
-    customer_position,
-    market_watch,
-    mee,
-    security_detail,
-    trade_lookup,
-    trade_order,
-    trade_status,
-    trade_update,
-)
-from tpsbench.workloads.tpce.mix import FROM_MARKET, Deck, Draws, mix_shares
-from tpsbench.workloads.tpce.statements import FramesSession
+from tpsbench.core.transactions import shuffled_copy
+from tpsbench.workloads.tpce import mee
+from tpsbench.workloads.tpce.frames import FramesSession
+from tpsbench.workloads.tpce.mix import Draws
 from tpsbench.workloads.tpce.universe import universe
 
 #: trade ids of one user are this far apart (module docstring): the most users a run can have
 ID_STRIDE = 1 << 16
-
-_INPUTS: dict[str, Callable[[Draws], object]] = {
-    "broker_volume": broker_volume.inputs,
-    "customer_position": customer_position.inputs,
-    "market_watch": market_watch.inputs,
-    "security_detail": security_detail.inputs,
-    "trade_lookup": trade_lookup.inputs,
-    "trade_status": trade_status.inputs,
-    "trade_update": trade_update.inputs,
-}
 
 
 class TpceSession(FramesSession):
@@ -69,12 +51,10 @@ class TpceSession(FramesSession):
         super().__init__(ctx, user_id, users, conn, target)
         self.world = universe(target, conn)
         self.draw = Draws(ctx.seed, user_id, self.world)
-        self.deck = Deck(self.draw.rng, mix_shares(ctx.options))
-        self.exchange = exchange
-        self._work: mee.Work | None = None
+        self.deal(shuffled_copy(self.draw.rng), self.table.cards(self.table.shares(ctx.options.get("mix", ""))))
         if exchange is not None:
+            self.hand_over(exchange)
             exchange.attach(self.world)
-        self._start_trade_ids()
 
     def next_transaction(self) -> str:
         """The next card, unless the exchange has overdue work for this user to help with."""
@@ -82,29 +62,9 @@ class TpceSession(FramesSession):
         if exchange is not None:
             work = exchange.overdue()
             if work is not None:
-                self._work = work
+                self.work = work
                 return work.name
-        return self.deck.draw()
-
-    def inputs(self, name: str) -> object:
-        if name in FROM_MARKET:
-            return mee.work_inputs(self.exchange, self._work)  # type: ignore[arg-type]  # a market transaction: the exchange and its drawn work are set
-        if name == "trade_order":
-            return trade_order.inputs(self.draw, self.next_trade_id())
-        return _INPUTS[name](self.draw)
-
-    def execute(self, name: str, inputs: object) -> bool:
-        """Run ``name`` (its frames and a commit, or its one call); False for
-        Trade-Order's requested rollback."""
-        if name in FROM_MARKET:
-            mee.execute_work(self, self.exchange, name, inputs)  # type: ignore[arg-type]  # a market transaction: the exchange is set
-            return True
-        output = self.perform(name, inputs)
-        if output is None:
-            return False
-        if name == "trade_order" and self.exchange is not None:
-            self.exchange.submit(output)
-        return True
+        return super().next_transaction()
 
     def next_trade_id(self) -> int:
         """The id of this user's next order (module docstring)."""
@@ -114,12 +74,9 @@ class TpceSession(FramesSession):
     def rebind(self, conn: Any) -> None:
         """Take ``conn``; this user's trade ids start above the highest trade id now."""
         super().rebind(conn)
-        self._start_trade_ids()
-
-    def _start_trade_ids(self) -> None:
         cur = self.link.cur
         try:
-            cur.execute(self.stmts.highest_trade_id)
+            cur.execute(self.sql.trade_order.highest_trade_id)
             highest = int(cur.fetchone()[0] or 0)
         finally:
             self.link.rollback()

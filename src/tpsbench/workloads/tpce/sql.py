@@ -1,8 +1,9 @@
 """How the TPC-E transactions write their SQL once and run it on every database.
 
 Each transaction module has a ``statements(d)`` function that gives its SQL for a
-:class:`~tpsbench.core.sql.SqlDialect`, written with ``?`` markers in the SQL the
-databases share; what differs comes from the dialect, through the helpers here:
+:class:`~tpsbench.core.sql.SqlDialect` as a dataclass of its own (one typed field per
+statement), written with ``?`` markers in the SQL the databases share; what differs
+comes from the dialect, through the helpers here:
 
 - ``LIMIT n`` after the statement, or SQL Server's ``TOP n`` after SELECT (:func:`top`,
   :func:`limit`);
@@ -14,8 +15,9 @@ databases share; what differs comes from the dialect, through the helpers here:
 - the driver's parameter marker (``?`` or ``%s``).
 
 Statements whose shape depends on a count (an IN list of k trade ids) are built for every
-count when the table is first asked for, and the table is cached per (dialect, marker):
-the hot path formats nothing.
+count when the table is first asked for, and the table is cached per (dialect, marker)
+(table.statements, which :func:`prepared` gives the driver's marker): the hot
+path formats nothing.
 
 :class:`Link` is how a session runs them: the target's fast cursor where it has one
 (libpq's prepared statements, mysqlclient's C connection), which opens a transaction
@@ -30,47 +32,39 @@ procedures keeps its connection in autocommit mode on the fast cursor too (Link'
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from dataclasses import fields, is_dataclass, replace
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tpsbench.core.sql import SqlDialect, marked, money_binder
 from tpsbench.core.sql import counted as core_counted
 from tpsbench.core.target import Target
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 #: the most trade ids one frame looks up or updates (Trade-Lookup and Trade-Update: 20)
 MAX_TRADES = 20
 CENT = Decimal("0.01")
 
 
-class Statements:
-    """The statement table of one dialect and marker: one attribute per statement
-    (attributes ending in ``_k`` are tuples indexed by a count, index 0 unused)."""
-
-    def __init__(self, d: SqlDialect, texts: dict[str, Any]) -> None:
-        self.dialect = d
-        #: how a Decimal amount is bound: as it is, or as a double where SQLite keeps one
-        self.money: Callable[[Decimal], object] = money_binder(d)
-        self.__dict__.update(texts)
-
-    def __getattr__(self, name: str) -> Any:
-        """Only for the type checker: every statement is an instance attribute."""
-        raise AttributeError(name)
+S = TypeVar("S", bound="DataclassInstance")
 
 
-def build(d: SqlDialect, mark: str, parts: Iterable[Callable[[SqlDialect], dict[str, Any]]]) -> Statements:
-    """Every part's statements for ``d``, with ``?`` replaced by the driver's ``mark``."""
+def prepared(texts: S, mark: str) -> S:
+    """A transaction's statements (a dataclass of statements, tuples of them or such
+    dataclasses) for the driver's ``mark``: every text marked as core.sql.marked does."""
     if mark not in ("?", "%s"):
         raise ValueError(f"unsupported parameter marker {mark!r}")
-    texts: dict[str, Any] = {}
-    for part in parts:
-        made = part(d)
-        clash = set(made) & set(texts)
-        if clash:
-            raise ValueError(f"two statements are called {', '.join(sorted(clash))}")
-        texts.update({name: marked(text, mark) for name, text in made.items()})
-    return Statements(d, texts)
+    if mark == "?":
+        return texts
+    return replace(texts, **{f.name: _marked(getattr(texts, f.name), mark) for f in fields(texts)})
+
+
+def _marked(value: Any, mark: str) -> Any:
+    return prepared(value, mark) if is_dataclass(value) and not isinstance(value, type) else marked(value, mark)
 
 
 def counted(make: Callable[[int], str], most: int = MAX_TRADES) -> tuple[str | None, ...]:
@@ -127,6 +121,11 @@ class Link:
     def __init__(self, target: Target, conn: Any, autocommit: bool = False) -> None:
         fast = target.fast_cursor(conn)
         d = target.sql
+        #: how a Decimal amount is bound: as it is, or as a double where SQLite keeps one
+        self.money: Callable[[Decimal], object] = money_binder(d)
+        #: how a stored procedure answers: result sets, lists as JSON (MySQL's procedures end
+        #: their own transactions); else one row, lists as arrays (PostgreSQL's functions)
+        self.result_sets = d.routines_end_transactions
         self.cur: Any
         if fast is not None and not autocommit:
             self.cur = fast

@@ -30,14 +30,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING
 
+from tpsbench.core.procedures import requested_rollback
 from tpsbench.core.sql import SqlDialect, to_decimal
-from tpsbench.workloads.tpce import lots
+from tpsbench.workloads.tpce import calls, lots
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import Link, Statements, as_text, cents, stamp
+from tpsbench.workloads.tpce.sql import as_text, cents, stamp
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 QUANTITIES = (100, 200, 400, 800)
+#: tpce_trade_order's parameters, as PostgreSQL types (calls.routine)
+ROUTINE = ("BIGINT", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR",
+           "INTEGER", "INTEGER", "INTEGER", "NUMERIC", "INTEGER", "TIMESTAMP")
+#: the SQLSTATE of PostgreSQL's tpce_trade_order for the requested rollback (frame 5)
+ROLLBACK_SQLSTATE = "TPCE1"
 #: TAX_STATUS values that pay tax on gains (the account's ca_tax_st)
 TAXABLE = (1, 2)
 
@@ -82,41 +91,62 @@ class TradeOrderOutput:
     status: str
 
 
-def statements(d: SqlDialect) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class TradeOrderSql:
+    to_account: str
+    to_permission: str
+    to_by_symbol: str
+    to_by_name: str
+    to_market: str
+    to_summary: str
+    to_holdings: tuple[str, str]
+    to_tax_rate: str
+    to_rates: str
+    to_assets: str
+    to_trade: str
+    to_request: str
+    to_history: str
+    highest_trade_id: str
+    #: the stored procedure's call ("" where the dialect has none)
+    call: str
+
+
+def statements(d: SqlDialect) -> TradeOrderSql:
     holdings = ("SELECT h_t_id, h_qty, h_price FROM holding WHERE h_ca_id = ? AND h_s_symb = ?"
                 " ORDER BY h_dts {order}, h_t_id {order}")
-    return {
-        "to_account": (
+    return TradeOrderSql(
+        to_account=(
             "SELECT ca_name, ca_b_id, ca_c_id, ca_tax_st, ca_bal, c_f_name, c_l_name, c_tier, c_tax_id, b_name"
             " FROM customer_account, customer, broker WHERE ca_id = ? AND c_id = ca_c_id AND b_id = ca_b_id"),
-        "to_permission": ("SELECT ap_acl FROM account_permission WHERE ap_ca_id = ? AND ap_f_name = ?"
-                          " AND ap_l_name = ? AND ap_tax_id = ?"),
-        "to_by_symbol": ("SELECT s_co_id, s_ex_id, s_name, s_symb, co_name FROM security, company"
-                         " WHERE s_symb = ? AND co_id = s_co_id"),
-        "to_by_name": ("SELECT s_co_id, s_ex_id, s_name, s_symb, co_name FROM company, security"
-                       " WHERE co_name = ? AND s_co_id = co_id AND s_issue = ?"),
-        "to_market": ("SELECT lt_price, tt_is_mrkt, tt_is_sell FROM last_trade, trade_type"
-                      " WHERE lt_s_symb = ? AND tt_id = ?"),
-        "to_summary": "SELECT hs_qty FROM holding_summary WHERE hs_ca_id = ? AND hs_s_symb = ?",
+        to_permission=("SELECT ap_acl FROM account_permission WHERE ap_ca_id = ? AND ap_f_name = ?"
+                       " AND ap_l_name = ? AND ap_tax_id = ?"),
+        to_by_symbol=("SELECT s_co_id, s_ex_id, s_name, s_symb, co_name FROM security, company"
+                      " WHERE s_symb = ? AND co_id = s_co_id"),
+        to_by_name=("SELECT s_co_id, s_ex_id, s_name, s_symb, co_name FROM company, security"
+                    " WHERE co_name = ? AND s_co_id = co_id AND s_issue = ?"),
+        to_market=("SELECT lt_price, tt_is_mrkt, tt_is_sell FROM last_trade, trade_type"
+                   " WHERE lt_s_symb = ? AND tt_id = ?"),
+        to_summary="SELECT hs_qty FROM holding_summary WHERE hs_ca_id = ? AND hs_s_symb = ?",
         #: (FIFO, LIFO): indexed by is_lifo
-        "to_holdings": (holdings.format(order="ASC"), holdings.format(order="DESC")),
-        "to_tax_rate": ("SELECT SUM(tx_rate) FROM taxrate, customer_taxrate WHERE tx_id = cx_tx_id"
-                        " AND cx_c_id = ?"),
-        "to_rates": ("SELECT cr_rate, ch_chrg FROM commission_rate, charge WHERE cr_c_tier = ? AND cr_tt_id = ?"
-                     " AND cr_ex_id = ? AND cr_from_qty <= ? AND cr_to_qty >= ? AND ch_c_tier = cr_c_tier"
-                     " AND ch_tt_id = cr_tt_id"),
-        "to_assets": ("SELECT SUM(hs_qty * lt_price) FROM holding_summary, last_trade WHERE hs_ca_id = ?"
-                      " AND lt_s_symb = hs_s_symb"),
-        "to_trade": (
+        to_holdings=(holdings.format(order="ASC"), holdings.format(order="DESC")),
+        to_tax_rate=("SELECT SUM(tx_rate) FROM taxrate, customer_taxrate WHERE tx_id = cx_tx_id"
+                     " AND cx_c_id = ?"),
+        to_rates=("SELECT cr_rate, ch_chrg FROM commission_rate, charge WHERE cr_c_tier = ? AND cr_tt_id = ?"
+                  " AND cr_ex_id = ? AND cr_from_qty <= ? AND cr_to_qty >= ? AND ch_c_tier = cr_c_tier"
+                  " AND ch_tt_id = cr_tt_id"),
+        to_assets=("SELECT SUM(hs_qty * lt_price) FROM holding_summary, last_trade WHERE hs_ca_id = ?"
+                   " AND lt_s_symb = hs_s_symb"),
+        to_trade=(
             "INSERT INTO trade (t_id, t_dts, t_st_id, t_tt_id, t_is_cash, t_s_symb, t_qty, t_bid_price, t_ca_id,"
             " t_exec_name, t_trade_price, t_chrg, t_comm, t_tax, t_lifo)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, 0, ?)"),
-        "to_request": ("INSERT INTO trade_request (tr_t_id, tr_tt_id, tr_s_symb, tr_qty, tr_bid_price, tr_b_id)"
-                       " VALUES (?, ?, ?, ?, ?, ?)"),
-        "to_history": "INSERT INTO trade_history (th_t_id, th_dts, th_st_id) VALUES (?, ?, ?)",
+        to_request=("INSERT INTO trade_request (tr_t_id, tr_tt_id, tr_s_symb, tr_qty, tr_bid_price, tr_b_id)"
+                    " VALUES (?, ?, ?, ?, ?, ?)"),
+        to_history="INSERT INTO trade_history (th_t_id, th_dts, th_st_id) VALUES (?, ?, ?)",
         #: where a session's trade ids start (TpceSession.rebind)
-        "highest_trade_id": "SELECT MAX(t_id) FROM trade",
-    }
+        highest_trade_id="SELECT MAX(t_id) FROM trade",
+        call=calls.routine(d, "trade_order", ROUTINE),
+    )
 
 
 def inputs(draw: Draws, trade_id: int) -> TradeOrderInputs:
@@ -143,9 +173,15 @@ def inputs(draw: Draws, trade_id: int) -> TradeOrderInputs:
         requested_price=draw.limit_price(security), trade_qty=draw.pick(QUANTITIES))
 
 
-def execute(link: Link, s: Statements, inp: TradeOrderInputs) -> TradeOrderOutput | None:
-    """The frames on ``link``, its transaction left open for the caller to commit; None
+def drawn(user: FramesSession) -> TradeOrderInputs:
+    """The inputs from the user's draws, with its next trade id."""
+    return inputs(user.draw, user.next_trade_id())
+
+
+def run(user: FramesSession, inp: TradeOrderInputs) -> TradeOrderOutput | None:
+    """The frames on the user's link, its transaction left open for the caller to commit; None
     after frame 5's rollback request (the caller rolls back)."""
+    link, s = user.link, user.sql.trade_order
     cur = link.cur
     link.begin()
     # -- frame 1 ------------------------------------------------------------------------
@@ -200,7 +236,7 @@ def execute(link: Link, s: Statements, inp: TradeOrderInputs) -> TradeOrderOutpu
     # -- frame 4 ------------------------------------------------------------------------
     comm = cents(comm_rate / 100 * inp.trade_qty * price)
     now = stamp(datetime.now(UTC))
-    money = s.money
+    money = link.money
     cur.execute(s.to_trade, (
         inp.trade_id, now, status, inp.trade_type, int(not inp.is_margin), symbol, inp.trade_qty, money(price),
         inp.acct_id, f"{inp.exec_f_name} {inp.exec_l_name}", money(charge), money(comm), int(inp.is_lifo)))
@@ -212,3 +248,32 @@ def execute(link: Link, s: Statements, inp: TradeOrderInputs) -> TradeOrderOutpu
         return None
     return TradeOrderOutput(inp.trade_id, symbol, inp.trade_type, inp.trade_qty, price, is_market, is_sell,
                             buy_value, sell_value, tax_amount, acct_assets, status)
+
+
+def call(user: FramesSession, inp: TradeOrderInputs) -> tuple[str, tuple]:
+    """The whole transaction as one call of tpce_trade_order (procedures.py)."""
+    s = user.sql.trade_order
+    return s.call, (
+        inp.trade_id, inp.acct_id, inp.exec_f_name, inp.exec_l_name, inp.exec_tax_id, inp.symbol, inp.co_name,
+        inp.issue, inp.trade_type, int(inp.is_lifo), int(inp.is_margin), int(inp.roll_it_back), inp.requested_price,
+        inp.trade_qty, calls.now())
+
+
+def answer(user: FramesSession, inp: TradeOrderInputs, error: Exception | None) -> bool:
+    """The order kept for the exchange; False for the requested rollback, which
+    PostgreSQL's function raises (the server has rolled it back) and MySQL's procedure
+    answers with NULLs (it has rolled back itself)."""
+    if error is not None and requested_rollback(error, ROLLBACK_SQLSTATE):
+        return False
+    return calls.answered(user, inp, error, decoded)
+
+
+def decoded(user: FramesSession, inp: TradeOrderInputs) -> TradeOrderOutput | None:
+    """The order for the exchange, or None: MySQL's procedure rolled back as requested."""
+    link = user.link
+    symbol, price, is_market, is_sell, buy_value, sell_value, tax, assets, status = link.cur.fetchone()
+    if symbol is None:
+        return None
+    return TradeOrderOutput(inp.trade_id, symbol, inp.trade_type, inp.trade_qty, to_decimal(price), bool(is_market),
+                            bool(is_sell), to_decimal(buy_value), to_decimal(sell_value), to_decimal(tax),
+                            to_decimal(assets), status)

@@ -16,42 +16,58 @@ the frame's remaining reads run as Trade-Lookup's (trade_lookup.details).
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tpsbench.core.sql import SqlDialect
 from tpsbench.workloads.tpce import trade_lookup
 from tpsbench.workloads.tpce.mix import Draws
-from tpsbench.workloads.tpce.sql import Link, Statements
 from tpsbench.workloads.tpce.trade_lookup import TradeLookupInputs, TradeLookupOutput
+
+if TYPE_CHECKING:
+    from tpsbench.workloads.tpce.frames import FramesSession
 
 #: frames 1-3 by percentage (cumulative)
 FRAME_BOUNDS = (33, 66, 100)
 CASH_TYPES = {"Cash Account": "Cash", "Cash": "Cash Account", "Margin Account": "Margin", "Margin": "Margin Account"}
 
 
-def statements(d: SqlDialect) -> dict[str, Any]:
-    return {
-        "tu_exec_name": "UPDATE trade SET t_exec_name = ? WHERE t_id = ?",
-        "tu_cash_type": "UPDATE settlement SET se_cash_type = ? WHERE se_t_id = ?",
-        "tu_cash_name": "UPDATE cash_transaction SET ct_name = ? WHERE ct_t_id = ?",
-    }
+@dataclass(frozen=True, slots=True)
+class TradeUpdateSql:
+    tu_exec_name: str
+    tu_cash_type: str
+    tu_cash_name: str
+
+
+def statements(d: SqlDialect) -> TradeUpdateSql:
+    return TradeUpdateSql(
+        tu_exec_name="UPDATE trade SET t_exec_name = ? WHERE t_id = ?",
+        tu_cash_type="UPDATE settlement SET se_cash_type = ? WHERE se_t_id = ?",
+        tu_cash_name="UPDATE cash_transaction SET ct_name = ? WHERE ct_t_id = ?",
+    )
 
 
 def inputs(draw: Draws) -> TradeLookupInputs:
     return trade_lookup.inputs(draw, FRAME_BOUNDS)
 
 
-def execute(link: Link, s: Statements, inp: TradeLookupInputs) -> TradeLookupOutput:
-    """The frame and its updates on ``link``, the transaction left open for the caller."""
+def drawn(user: FramesSession) -> TradeLookupInputs:
+    """The inputs from the user's draws."""
+    return inputs(user.draw)
+
+
+def run(user: FramesSession, inp: TradeLookupInputs) -> TradeLookupOutput:
+    """The frame and its updates on the user's link, the transaction left open for the caller."""
+    link, s, lookup = user.link, user.sql.trade_update, user.sql.trade_lookup
     cur = link.cur
     link.begin()
-    out = TradeLookupOutput(inp.frame, trade_lookup.trades(cur, s, inp))
+    out = TradeLookupOutput(inp.frame, trade_lookup.trades(cur, lookup, inp))
     if inp.frame == 1:
         for t_id, _, exec_name, *_ in sorted(out.trades):
             cur.execute(s.tu_exec_name, (toggled_name(exec_name), t_id))
-        trade_lookup.details(cur, s, out)
+        trade_lookup.details(cur, lookup, out)
         return out
-    trade_lookup.details(cur, s, out)
+    trade_lookup.details(cur, lookup, out)
     if inp.frame == 2:
         for t_id in sorted(out.settlements):
             cash_type = out.settlements[t_id][2]
@@ -74,3 +90,8 @@ def toggled_shares(name: str) -> str:
     if " shares of " in name:
         return name.replace(" shares of ", " Shares of ")
     return name.replace(" Shares of ", " shares of ")
+
+
+def call(user: FramesSession, inp: TradeLookupInputs) -> tuple[str, tuple]:
+    """The whole transaction as one call of tpce_trade_lookup, asked to change what it reads."""
+    return trade_lookup.call(user, inp, 1)
