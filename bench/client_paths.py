@@ -2,7 +2,7 @@
 server's CPU per transaction, on shared cores and with the server on a core of its own.
 
 Why: ``--client fast`` means the path that costs the server least with the driver on a
-machine of its own (issue 20). bench/vs_sysbench.py measures that for sysbench's
+machine of its own. bench/vs_sysbench.py measures that for sysbench's
 statements; TPC-C sends stored-procedure calls, where the server's work is the
 procedure's and the statement's parse is a small part of it, while the prepared path
 reads every answer through Python (targets/mysql/prepared_rows.py) instead of mysqlclient's C. This

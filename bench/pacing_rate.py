@@ -1,6 +1,6 @@
 """Paced steps on PostgreSQL: is the offered rate achieved, and does an excess show?
 
-Issue 18's acceptance: at a rate the users sustain, the achieved rate is within 1% of
+The goal: at a rate the users sustain, the achieved rate is within 1% of
 the offered one over a 60 s step; at one they cannot, the report says so and the queue
 grows. sysbench point selects on one 10,000-row table, 8 users, a sustainable rate and
 then one far beyond what 8 users can serve here, each step 60 s measured.

@@ -5,7 +5,7 @@ database at 1, 8 and 32 users; each step's realised mix of normalised statements
 the results store counts per transaction name: one per statement) within 1 point of the
 captured one (BEGIN and COMMIT left out, the shares over the statements the mix runs).
 
-Why 1 point holds for steps shorter than the issue's two minutes: every user deals a
+Why 1 point holds for steps shorter than the two minutes of the target: every user deals a
 1000-card deck in the captured proportions (each share off by less than a card, 0.1
 point), so a step departs from them only by that and each user's unfinished deck; with
 thousands of statements per step that is well under a tenth of a point, whatever the

@@ -1,4 +1,4 @@
-"""Your own SQL as a workload (issue 18, items 4 and 5): ``tpsbench build/run/check custom --file F``.
+"""Your own SQL as a workload: ``tpsbench build/run/check custom --file F``.
 
 Why these tests: the promise is that a DBA's own schema and transactions, written in a
 TOML file, run with the same measurement, store and report as the shipped workloads,

@@ -1,4 +1,4 @@
-"""A workload of one's own, from a folder outside the package (issue 13's acceptance item).
+"""A workload of one's own, from a folder outside the package.
 
 Why: the layered layout promises that a new benchmark is one folder and nothing else:
 its DDL per database, its loader, its transactions, its checks. These tests write such

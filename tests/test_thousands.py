@@ -45,7 +45,7 @@ pytestmark = pytest.mark.slow
 USERS = 2000
 WAREHOUSES = 2
 RAMPUP_S, DURATION_S, INTERVAL_S = 20.0, 30.0, 5.0
-#: Wake-up lag bounds. The issue's 10 ms p99 is for a quiet machine (bench/fifteen_thousand.py).
+#: Wake-up lag bounds. The 10 ms p99 target is for a quiet machine (bench/fifteen_thousand.py).
 #: Here the database, the driver's two worker processes and other jobs share 2 cores (a
 #: load average of 10 was seen while this ran), and a user's wake-up waits for a core and
 #: then its worker's GIL: measured p99 120-230 ms then, p50 1 ms. What the test must catch

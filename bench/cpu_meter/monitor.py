@@ -234,7 +234,7 @@ class Window:
     machine_cores: float
     backends: list[int] = field(default_factory=list)
     #: processes whose CPU in the window exceeds the window itself (one core's worth): a
-    #: sampling artefact seen in some runs (session 8), which inflates their part
+    #: sampling artefact seen in some runs (2026-11-30, a slower AMD EPYC machine), which inflates their part
     impossible: list[str] = field(default_factory=list)
 
     @property

@@ -1,6 +1,6 @@
 """The floor under any CPython client: sysbench's point select against the cheapest Python loops.
 
-Why: issue 4 asks tpsbench to match sysbench (C and LuaJIT) pair by pair on a 2-core
+Why: the goal is to match sysbench (C and LuaJIT) pair by pair on a 2-core
 machine where client and server share the cores, so every microsecond of client CPU is
 taken from the server. This measures how far the driver layer alone allows that: loops
 with nothing of tpsbench in them, laid out two ways (``epoll``: one thread waiting on all
@@ -13,7 +13,7 @@ generator, no results store. Whatever tpsbench does on top of this costs more; i
 loops already fall short of sysbench, no CPython driver on these client libraries
 reaches 1.0 on point select here.
 
-``--tpcc`` does the same for issue 3's driver share: TPC-C's stored-procedure calls
+``--tpcc`` does the same for the TPC-C driver share target: TPC-C's stored-procedure calls
 (bench/engine_tpcc.py's database, 2 warehouses, built anew before each run), drawn by
 tpsbench's own TPC-C sessions before the clock starts (``--threads`` users, enough calls
 each for the run), then sent by the same bare epoll loop for ``--seconds``; the driver's
@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3, help="rounds of sysbench and each loop, the order rotating")
-    parser.add_argument("--tpcc", action="store_true", help="also the TPC-C floor of issue 3 (PostgreSQL)")
+    parser.add_argument("--tpcc", action="store_true", help="also the TPC-C floor (PostgreSQL)")
     add_url_options(parser, DB)
     args = parser.parse_args(argv)
     binary = ensure_sysbench()

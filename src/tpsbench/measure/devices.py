@@ -1,4 +1,4 @@
-"""Where a folder's data lives, down to the physical devices (issue 15).
+"""Where a folder's data lives, down to the physical devices.
 
 Why: a storage review puts each result in a column named by its storage ("ENT 15K V4
 2.5in", "RAID 10 of 16 x 15K SAS"), and tells the drives' IOPS beside the TPS. A run
