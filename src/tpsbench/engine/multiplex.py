@@ -1,21 +1,21 @@
 """Many virtual users on one thread: the engine's path for sessions that send their
 statements one at a time.
 
-Why: on a 2-core machine every cycle the driver spends is taken from the database.
-A user on a thread of its own puts that thread to sleep on every statement and wakes
-it again when the result comes: one sleep and wake-up per round trip, a large share of a
-call's client CPU (bench/experiments/results/round_trip_cost.txt). One thread that waits on
-all of a worker's sockets at once (epoll) sleeps only when no result at all is in, and
-hands no GIL between threads (bench/results/engine_tpcc.txt, ``multiplex``).
+Why: on a 2-core machine every cycle the driver spends is taken from the database. A user on
+a thread of its own puts that thread to sleep on every statement and wakes it again when the
+result comes: one sleep and wake-up per round trip, a large share of a call's client CPU
+(bench/experiments/results/round_trip_cost.txt). One thread that waits on all of a worker's
+sockets at once (epoll) sleeps only when no result at all is in, and hands no GIL between
+threads (bench/results/engine_tpcc.txt, ``multiplex``).
 
 What it needs: a session that writes its transactions as generators of statements
 (:meth:`tpsbench.core.session.Session.transaction`, in autocommit mode: TPC-C's stored
-procedures, sysbench's statements with BEGIN and COMMIT as statements) on a cursor that
-can send without waiting (``Session.transaction_cursor`` a
+procedures, sysbench's statements with BEGIN and COMMIT as statements) on a cursor that can
+send without waiting (``Session.transaction_cursor`` a
 :class:`~tpsbench.core.cursor.SendingCursor`: the targets' fast cursors on libpq and
-mysqlclient). Each user is still one connection with one statement at a
-time, the same inputs, statements, retries and think times as on a thread of its own;
-only the waiting is shared.
+mysqlclient). Each user is still one connection with one statement at a time, the same
+inputs, statements, retries and think times as on a thread of its own; only the waiting is
+shared.
 
 The user's own thread stays the owner of its connection: it waits for its ramp-up
 slot, connects and opens the session as always, then hands the user over with
@@ -51,8 +51,7 @@ from tpsbench.measure.waits import LAG
 
 #: how long join() waits for the shared thread to end once it gave up on answers still out
 GIVE_UP_WAIT_S = 2.0
-#: how often a hosted user's own thread looks whether the step is over (Multiplexer.host):
-#: once a second, 2,000 users asleep took the GIL 2,000 times a second from those woken
+#: how often a hosted user's own thread looks whether the step is over (Multiplexer.host)
 HOSTED_CHECK_S = 10.0
 #: transactions a user draws at once, each begun and its first statement encoded (Multiplexer.draw_ahead)
 DRAW_AHEAD = 16
@@ -118,6 +117,7 @@ class Multiplexer:
         self.timers: list[tuple[float, int, Hosted, Callable[[Hosted], None]]] = []
         self.order = itertools.count()
         self.abandon = False  # set when the worker stops waiting for answers still out
+        self.ended = False  # set as the shared thread ends, before it lets go of its inbox
         #: ``stop`` as the shared thread last saw it (once per wake-up: an attribute is read
         #: per transaction for a fraction of what ``stop.is_set()`` costs)
         self.stopping = False
@@ -159,10 +159,11 @@ class Multiplexer:
         reconnect is counted already; the caller reconnects and hosts the user again)."""
         slot = Hosted(session)
         self.inbox.append(slot)
+        if self.ended:  # it ended, its inbox emptied, before it could see this user
+            slot.done.set()
         self.wake()
-        # a waiting thread that woke often would take the GIL from the shared thread as
-        # often: it wakes every HOSTED_CHECK_S, for a shared thread that ended before it
-        # saw this user (the step is over), or was not woken at the stop
+        # seldom (a thread that woke often would take the GIL from the shared one as often):
+        # for a shared thread not woken at the stop
         while not slot.done.wait(HOSTED_CHECK_S) and self.thread.is_alive():
             if self.stop.is_set():
                 self.wake()
@@ -205,6 +206,7 @@ class Multiplexer:
         except Exception as exc:  # noqa: BLE001 - e.g. a session's inputs() failing: its users are told
             self.failure = f"{type(exc).__name__}: {first_line(exc)}"
         finally:
+            self.ended = True  # first: a user handed over from now on is let go by host()
             # given up on (the worker stopped waiting) or cut short by a failure: the
             # transactions still out may commit or not, and are counted in doubt
             for slot in (*in_flight.values(), *ready):
@@ -254,14 +256,11 @@ class Multiplexer:
         of its first statement: its name, its inputs (in the order one at a time draws
         them: the same values), the transaction begun and that statement encoded.
 
-        Why: done one at a time, between results, this ran on caches the database had
-        just filled, and cost the shared thread several times what it costs in a row
-        (bench/experiments/results/python_floor.txt). None of it depends on what the database
-        answers, so doing it early changes no value and no timing: the clock starts when
-        the statement is sent (begin). A transaction that fails to begin here is begun
-        again in its turn, where its error counts; a retry begins it anew. The queue
-        belongs to this hosting: after a reconnect (new connection, new statements) the
-        user is hosted again with a new one."""
+        Why: done one at a time, between results, this ran on caches the database had just
+        filled, at several times the cost (bench/experiments/results/python_floor.txt). None of it
+        depends on the answers, so doing it early changes no value and no timing: the clock
+        starts at the send (begin). A transaction that fails to begin here is begun again in its
+        turn, where its error counts. A reconnect brings a new hosting, with a new queue."""
         session, ahead, encode = slot.session, slot.ahead, slot.cur.encode
         one = session.one_statement
         for _ in range(DRAW_AHEAD):
