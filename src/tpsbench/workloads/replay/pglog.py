@@ -11,7 +11,6 @@ are logged too; only ``statement:`` and ``execute`` lines are statements.
 from __future__ import annotations
 
 import csv
-import io
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -112,10 +111,3 @@ def _csv_time(text: str) -> float:
 
         when = when.replace(tzinfo=timezone.utc)
     return when.timestamp()
-
-
-def read_log_file(data: str) -> Iterator[Logged]:
-    """A log file's statements, csvlog or stderr by its first line."""
-    first = data.lstrip()[:40]
-    reader = read_stderr if first.startswith("tpsbench|") else read_csvlog
-    return reader(io.StringIO(data))
