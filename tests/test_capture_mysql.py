@@ -79,7 +79,7 @@ def test_sysbench_captured_from_the_general_log_and_replayed(tmp_path: Path):
         replayed = {}
         for line in rep.stdout.splitlines():
             cells = [c.strip() for c in line.split("│")[1:-1]]
-            if len(cells) == 7 and cells[1].isdigit():
+            if len(cells) == 8 and cells[1].isdigit():
                 replayed[cells[0]] = (int(cells[1]), int(cells[2]))
         assert replayed["SELECT c FROM sbtest1 WHERE id=?"] == (captured["SELECT c FROM sbtest1 WHERE id=?"],) * 2
         assert all(t == r for t, r in replayed.values())

@@ -117,7 +117,7 @@ def test_pgbench_captured_and_replayed_on_a_copy(tmp_path: Path, pgbench_pair):
     counts = {}
     for line in out.splitlines():
         cells = [c.strip() for c in line.split("│")[1:-1]]
-        if len(cells) == 7 and cells[1].isdigit():
+        if len(cells) == 8 and cells[1].isdigit():
             counts[cells[0]] = (int(cells[1]), int(cells[2]), int(cells[3]))
     assert len(counts) == len(captured) and all(t == r and e == 0 for t, r, e in counts.values()), out
     assert sum(t for t, _, _ in counts.values()) == sum(captured.values())

@@ -93,7 +93,8 @@ def replay(ctx: click.Context, trace_file: str, url: str | None, speed: float | 
     with one step (its users: the trace's sessions; its transaction types: the normalised
     statements), its intervals and the host's CPU and disk I/O beside it, so `tpsbench
     report RUN` shows it as any run; a live line prints every --interval; Ctrl-C keeps
-    what was measured (statements in flight then are counted in doubt).
+    what was measured (statements in flight then are counted in doubt, as are those sent on
+    a connection that is lost before their answer).
 
     With --as-mix, the trace's summary becomes the tracemix workload, run by `tpsbench
     run tracemix --file FILE` with the options that follow (--users, --duration, --rampup,
@@ -133,13 +134,13 @@ def replay(ctx: click.Context, trace_file: str, url: str | None, speed: float | 
     result = stored.result
     table = Table(title=f"replayed at speed {speed:g}: {result.replayed_rate:.1f} statements/s "
                         f"(traced {result.traced_rate:.1f}/s) over {result.elapsed_s:.1f} s, "
-                        f"{result.errors} error(s)", title_justify="left")
-    for header in ("statement", "traced", "replayed", "errors", "mean ms", "p95 ms", "p99 ms"):
+                        f"{result.errors} error(s), {result.in_doubt} in doubt", title_justify="left")
+    for header in ("statement", "traced", "replayed", "errors", "in doubt", "mean ms", "p95 ms", "p99 ms"):
         table.add_column(header, justify="left" if header == "statement" else "right")
     for s in result.statements:
         mean = f"{1000 * sum(s.latencies_s) / len(s.latencies_s):.2f}" if s.latencies_s else "-"
         p95, p99 = s.percentile_ms(95), s.percentile_ms(99)
-        table.add_row(_short(s.text), str(s.traced), str(s.replayed), str(s.errors), mean,
+        table.add_row(_short(s.text), str(s.traced), str(s.replayed), str(s.errors), str(s.in_doubt), mean,
                       "-" if p95 is None else f"{p95:.2f}", "-" if p99 is None else f"{p99:.2f}")
     make_console().print(table)
     for s in result.statements:

@@ -29,12 +29,14 @@ MAX_SPEED = 1000.0
 
 @dataclass
 class StatementOutcome:
-    """One normalised statement: how often traced, replayed, failed, and its latencies."""
+    """One normalised statement: how often traced, replayed (sent), failed, left in doubt
+    (sent, its answer never came: a connection lost, a stop), and its latencies."""
 
     text: str
     traced: int = 0
     replayed: int = 0
     errors: int = 0
+    in_doubt: int = 0
     samples: list[str] = field(default_factory=list)
     latencies_s: list[float] = field(default_factory=list)
 
@@ -55,6 +57,10 @@ class ReplayResult:
     @property
     def errors(self) -> int:
         return sum(s.errors for s in self.statements)
+
+    @property
+    def in_doubt(self) -> int:
+        return sum(s.in_doubt for s in self.statements)
 
 
 def check_speed(speed: float) -> float:
@@ -115,9 +121,12 @@ def outcome(trace: Trace, played: list[Played], speed: float, start: float, stop
             text = normalise(st.text)[0]
             shape = found.setdefault(text, StatementOutcome(text))
             shape.traced += 1
-            if i >= len(p.latency_s):
+            if i >= len(p.started):
                 continue
             shape.replayed += 1
+            if i >= len(p.latency_s) or i in p.in_doubt:  # no answer: stopped first, or its connection lost
+                shape.in_doubt += 1
+                continue
             latency = p.latency_s[i]
             if latency is None:
                 shape.errors += 1

@@ -85,7 +85,10 @@ class LiveCut:
                 if upto is not None and at >= upto:
                     break
                 if latency is None:
-                    rec.error(names[i], p.errors[i])
+                    if i in p.in_doubt:  # sent on a connection lost before its answer
+                        rec.add(names[i], "in_doubt")
+                    else:
+                        rec.error(names[i], p.errors[i])
                 else:
                     rec.record(names[i], latency * 1e6, True)
                 i += 1

@@ -86,6 +86,15 @@ class SendingCursor(Protocol):
     def receive(self) -> bool: ...
 
 
+class InDoubt(Exception):
+    """The outcome of a statement sent on a connection lost before its answer came: the
+    server may have run (and committed) it or not, so it is neither a success nor an error."""
+
+
+#: what :meth:`PipelineCursor.collect` gives each statement in doubt (compared by identity)
+IN_DOUBT = InDoubt("sent, and its connection lost before the answer came")
+
+
 @runtime_checkable
 class PipelineCursor(Protocol):
     """Queues statements on its connection, answers read later in order.
@@ -94,7 +103,8 @@ class PipelineCursor(Protocol):
     the server, what ``push`` queues and sends, at the latest at ``flush()`` (the
     statements a session has due at once go together); ``collect()`` reads what arrived (never
     blocks once ``fileno()`` is readable) and gives the outcomes of the statements now
-    answered, oldest first: None for a success, else the exception ``execute`` would raise.
+    answered, oldest first: None for a success, else the exception ``execute`` would raise,
+    or :data:`IN_DOUBT` for one sent on a connection lost before its answer came.
     An error ends its own statement alone.
     """
 

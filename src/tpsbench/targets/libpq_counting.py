@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
-from tpsbench.core.cursor import OTHER, READ, WRITE
+from tpsbench.core.cursor import IN_DOUBT, OTHER, READ, WRITE
 from tpsbench.targets.libpq import STATEMENT_NUMBERS, LibpqSend, dollar_markers, prepared_names, text_params
 
 
@@ -140,7 +140,8 @@ class LibpqCountingCursor(LibpqSend):
     def collect(self) -> list[Exception | None]:
         """The outcomes of the queued statements whose answer (up to its Sync) has come in,
         in order: None for a success, else the exception ``execute`` would raise. A
-        prepare's failure is its statement's. A connection lost fails all still queued."""
+        prepare's failure is its statement's. A connection lost leaves every statement
+        still queued (sent, not answered) in doubt: :data:`IN_DOUBT`."""
         pgconn = self.pgconn
         try:
             pgconn.consume_input()
@@ -171,8 +172,6 @@ class LibpqCountingCursor(LibpqSend):
             else:
                 res.clear()
         if syncs and pgconn.status != pq.ConnStatus.OK:
-            message = (pgconn.error_message or b"").decode(errors="replace").strip()
-            lost = psycopg.OperationalError(message or "connection lost")
-            done += [lost for closed in syncs if closed is None]
+            done += [IN_DOUBT for closed in syncs if closed is None]
             syncs.clear()
         return done

@@ -17,7 +17,7 @@ import select
 import time
 from typing import Any
 
-from tpsbench.core.cursor import PipelineCursor
+from tpsbench.core.cursor import IN_DOUBT, PipelineCursor
 from tpsbench.workloads.replay.player import Multiplexed, Played, Player
 
 #: the most statements of one session sent and not yet answered
@@ -79,11 +79,11 @@ class Pipelined(Multiplexed):
 
     def handed(self) -> None:
         """Flush each session sent to since the last time: its due statements in one write.
-        One that cannot (its connection lost) has its queued statements failed now."""
+        One that cannot (its connection lost) has its queued statements counted in doubt now."""
         for i in self.unflushed:
             try:
                 self.pipes[i].flush()
-            except Exception:  # noqa: BLE001 - collect() fails what the lost connection had queued
+            except Exception:  # noqa: BLE001 - collect() gives what the lost connection had queued in doubt
                 self.drain(i)
         self.unflushed.clear()
 
@@ -97,7 +97,7 @@ class Pipelined(Multiplexed):
 
     def drain(self, i: int) -> None:
         """Wait for every answer session ``i`` has out (a statement that cannot go waits
-        for those before it); a lost connection fails them at once."""
+        for those before it); a lost connection leaves them in doubt at once."""
         fd = self.fds[i]
         while self.out[i] and not self.player.stop.is_set():
             self.answer(i, fd)
@@ -123,6 +123,8 @@ class Pipelined(Multiplexed):
         for failure in outcomes:
             if failure is None:
                 played.latency_s.append(now - due[k])
+            elif failure is IN_DOUBT:
+                self.player.lost(played, k)
             else:
                 self.player.failed(played, k, failure)
             k += 1

@@ -31,14 +31,17 @@ _DOLLAR = re.compile(r"\$(\d+)")
 @dataclass
 class Played:
     """One session's outcome, statement by statement in trace order: ``started`` when each
-    was sent, ``latency_s`` from when each was due to its answer (None: it failed), both
-    appended as they happen, so that another thread can read them while the replay runs."""
+    was sent, ``latency_s`` from when each was due to its answer (None: it failed, or is in
+    doubt), both appended as they happen, so that another thread can read them while the
+    replay runs."""
 
     session: TraceSession
     latency_s: list[float | None] = field(default_factory=list)
     started: list[float] = field(default_factory=list)
     errors: dict[int, str] = field(default_factory=dict)
-    #: when each failure came back (perf_counter), by statement
+    #: the statements sent on a connection lost before their answer came: run or not, unknown
+    in_doubt: set[int] = field(default_factory=set)
+    #: when each failure came back, or each loss was seen (perf_counter), by statement
     failed_at: dict[int, float] = field(default_factory=dict)
 
 
@@ -142,6 +145,13 @@ class Player:
         if self.stop_on_error:
             self.first_error = self.first_error or played.errors[i]
             self.stop.set()
+
+    def lost(self, played: Played, i: int) -> None:
+        """Count a statement sent on a connection lost before its answer came in doubt: the
+        server may have run it or not. Not an error, so ``stop_on_error`` goes on."""
+        played.in_doubt.add(i)
+        played.failed_at[i] = time.perf_counter()
+        played.latency_s.append(None)  # last, as in failed()
 
     def _session(self, played: Played, conn: Any) -> None:
         cursor = self.cursor_of(conn)
