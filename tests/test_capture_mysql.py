@@ -1,6 +1,7 @@
 """capture and replay on MariaDB with sysbench (oltp_read_write, 4 threads, text statements):
 the general log is turned on for the window and put back as it was, with the rows it
-wrote; the trace replays on a second sysbench database, every statement sent.
+wrote; the trace replays on a second sysbench database, every statement sent. Clients
+connected before the window are kept by the database they were on.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -83,3 +85,33 @@ def test_sysbench_captured_from_the_general_log_and_replayed(tmp_path: Path):
                 replayed[cells[0]] = (int(cells[1]), int(cells[2]))
         assert replayed["SELECT c FROM sbtest1 WHERE id=?"] == (captured["SELECT c FROM sbtest1 WHERE id=?"],) * 2
         assert all(t == r for t, r in replayed.values())
+
+
+def test_clients_connected_before_the_window_are_kept_by_their_database(tmp_path: Path):
+    """Two clients connected before the capture keep sending: the one on another database of
+    the same server is left out, the one on the captured database is kept."""
+    with scratch_mysql_database() as source, scratch_mysql_database() as other:
+        stop = threading.Event()
+
+        def client(url: str, sql: str) -> None:
+            u = make_url(url)
+            with pymysql.connect(host=u.host, port=u.port or 3306, user=u.username, password=u.password or "",
+                                 database=u.database, autocommit=True) as conn, conn.cursor() as cur:
+                while not stop.wait(0.02):
+                    cur.execute(sql)
+
+        clients = [threading.Thread(target=client, args=(url, sql)) for url, sql in
+                   ((source, "SELECT 1 AS on_source"), (other, "SELECT 1 AS on_other"))]
+        for t in clients:
+            t.start()
+        time.sleep(0.5)
+        trace = tmp_path / "c.trace"
+        cap = subprocess.run([sys.executable, "-m", "tpsbench", "capture", "--db", source, "--duration", "3s",
+                              "-o", str(trace), "--allow-settings"], env=dict(os.environ, PYTHONPATH=SRC),
+                             capture_output=True, text=True, timeout=60)
+        stop.set()
+        for t in clients:
+            t.join()
+        assert cap.returncode == 0, cap.stderr
+        text = trace.read_text()
+        assert "on_source" in text and "on_other" not in text

@@ -226,14 +226,19 @@ def test_the_statements_that_undo_a_capture_put_back_what_was_there():
 
 
 def test_general_log_rows_keep_their_thread_and_database():
+    """A thread's database is the one it connected or changed to, else the one it was on when
+    the window began; a thread connected to none, or unknown, has none."""
     from tpsbench.commands.my_capture import logged
 
     rows = [(10.0, 7, "Connect", b"root@localhost on shop using TCP/IP"), (10.1, 7, "Query", b"BEGIN"),
             (10.2, 8, "Query", b"SELECT 1"), (10.3, 7, "Prepare", b"SELECT ?"), (10.4, 7, "Execute", b"SELECT 5"),
-            (10.5, 8, "Init DB", b"other"), (10.6, 8, "Query", b"SELECT 2")]
-    found = [(e.session, e.database, e.text, e.end) for e in logged(rows, "shop")]
+            (10.5, 8, "Init DB", b"other"), (10.6, 8, "Query", b"SELECT 2"), (10.7, 9, "Query", b"SELECT 3"),
+            (10.8, 5, "Query", b"SELECT 4"), (10.9, 6, "Connect", b"root@localhost on  using TCP/IP"),
+            (11.0, 6, "Query", b"SELECT 6")]
+    found = [(e.session, e.database, e.text, e.end) for e in logged(rows, {"8": "shop", "9": "else"})]
     assert found == [("7", "shop", "BEGIN", 10.1), ("8", "shop", "SELECT 1", 10.2), ("7", "shop", "SELECT 5", 10.4),
-                     ("8", "other", "SELECT 2", 10.6)]
+                     ("8", "other", "SELECT 2", 10.6), ("9", "else", "SELECT 3", 10.7), ("5", "", "SELECT 4", 10.8),
+                     ("6", "", "SELECT 6", 11.0)]
 
 
 @pytest.mark.postgresql

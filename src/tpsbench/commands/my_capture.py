@@ -82,11 +82,16 @@ def record(target: Target, seconds: float, said: Callable[[str], None]) -> tuple
     said(f"capture: general log on server-wide meanwhile; if tpsbench is killed, restore with: {undo_sql(saved)}")
     try:
         _run(conn, f"SET GLOBAL log_output = '{','.join(sorted(outputs))}'", "SET GLOBAL general_log = 1")
+        # the log's rows are read from before the snapshot of each connection's database, so a
+        # thread that changes database meanwhile is known by its Init DB row
+        since = float(_one(conn, "SELECT UNIX_TIMESTAMP(NOW(6))"))
+        starting = {str(thread): db for thread, db in rows_of(
+            conn, "SELECT ID, DB FROM information_schema.PROCESSLIST WHERE DB IS NOT NULL AND ID <> CONNECTION_ID()")}
         start = float(_one(conn, "SELECT UNIX_TIMESTAMP(NOW(6))"))
         time.sleep(seconds)
         end = float(_one(conn, "SELECT UNIX_TIMESTAMP(NOW(6))"))
         rows = rows_of(conn, "SELECT UNIX_TIMESTAMP(event_time), thread_id, command_type, argument "
-                             f"FROM mysql.general_log WHERE event_time >= FROM_UNIXTIME({start!r}) "
+                             f"FROM mysql.general_log WHERE event_time >= FROM_UNIXTIME({since!r}) "
                              f"AND event_time <= FROM_UNIXTIME({end!r})")
     except Exception as exc:
         if target.is_driver_error(exc):
@@ -97,7 +102,7 @@ def record(target: Target, seconds: float, said: Callable[[str], None]) -> tuple
         restore(lambda: _connect(target), conn, put_back, undo_sql(saved))
         said("capture: server settings restored")
         close_quietly(conn)
-    found = logged(rows, target.database)
+    found = [e for e in logged(rows, starting) if e.end >= start]
     unbound = sum(1 for e in found if "placeholder" in tokens(e.text))
     if unbound:
         said(f"capture: {unbound} execution(s) of prepared statements were logged without their values (the general "
@@ -105,19 +110,20 @@ def record(target: Target, seconds: float, said: Callable[[str], None]) -> tuple
     return found, start, end
 
 
-def logged(rows: list[tuple[Any, ...]], database: str) -> list[Logged]:
+def logged(rows: list[tuple[Any, ...]], starting: dict[str, str]) -> list[Logged]:
     """The general log's statement rows, each with its thread's database: the one it
-    connected to or changed to (``Init DB``) in the window, else the captured one (a
-    thread connected before the window)."""
-    current: dict[str, str] = {}
+    connected to or changed to (``Init DB``) in the rows, else the one ``starting`` gives
+    (thread id to database when the window began); "" for none, so that clients of other
+    databases and of none are not taken for the captured one's."""
+    current = dict(starting)
     found = []
     for when, thread, command, argument in rows:
         text = argument.decode("utf-8", errors="replace") if isinstance(argument, bytes) else str(argument)
         session = str(thread)
-        if command == "Connect" and " on " in text:
-            current[session] = text.split(" on ", 1)[1].split(" ", 1)[0]
+        if command == "Connect":  # "user@host on DB using TCP/IP", DB empty when none
+            current[session] = text.split(" on ", 1)[1].split(" ", 1)[0] if " on " in text else ""
         elif command == "Init DB":
             current[session] = text
         elif command in STATEMENTS:
-            found.append(Logged(session, current.get(session, database), float(when), 0.0, text))
+            found.append(Logged(session, current.get(session, ""), float(when), 0.0, text))
     return found
