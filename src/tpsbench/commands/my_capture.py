@@ -8,6 +8,8 @@ performance_schema itself needs a restart to turn on; the general log and its ou
 (``log_output``) are set at run time, and put back after the window, also on Ctrl-C and a
 lost connection. Rows the window wrote to ``mysql.general_log`` are removed again when the
 table was empty before; the capturing session itself is kept out (``sql_log_off``).
+A named lock (server-wide, held by the capture's connection, so gone with a killed
+tpsbench) keeps a second capture from saving the first one's settings as the originals.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from tpsbench.workloads.replay.pglog import Logged
 
 #: the general log's commands that are statements
 STATEMENTS = ("Query", "Execute")
+#: the named lock a live capture holds on its connection for its whole run
+LOCK = "tpsbench.capture"
 
 
 def _connect(target: Target) -> Any:
@@ -54,6 +58,20 @@ def _set(name: str, value: str) -> str:
     return f"SET GLOBAL {name} = " + (value if value.isdigit() else f"'{value}'")
 
 
+def take_lock(conn: Any) -> None:
+    """Hold :data:`LOCK` on ``conn``, or refuse naming the connection that holds it: named
+    locks are server-wide, so two captures of any databases of one server never overlap."""
+    if _one(conn, f"SELECT GET_LOCK('{LOCK}', 0)") == 1:
+        return
+    holder = _one(conn, f"SELECT IS_USED_LOCK('{LOCK}')")  # NULL if it ended meanwhile
+    who = rows_of(conn, f"SELECT USER, HOST FROM information_schema.PROCESSLIST WHERE ID = {int(holder or 0)}")
+    by = f"connection {holder}" if holder else "connection unknown"
+    if who:
+        by += f", {who[0][0]}@{who[0][1]}"
+    raise TpsbenchError(f"another tpsbench capture is running on this server ({by}): wait for it to end; "
+                        "nothing was changed")
+
+
 def record(target: Target, seconds: float, said: Callable[[str], None]) -> tuple[list[Logged], float, float]:
     """The statements the general log received during ``seconds``, and the window's start and end."""
     try:
@@ -63,6 +81,7 @@ def record(target: Target, seconds: float, said: Callable[[str], None]) -> tuple
     except Exception as exc:  # noqa: BLE001 - the driver's refusal, said in the line
         raise TpsbenchError(f"capture needs the SUPER privilege (sql_log_off, SET GLOBAL): {first_line(exc)}") from None
     try:
+        take_lock(conn)
         if not int(_one(conn, "SELECT @@performance_schema")):
             said("capture: performance_schema is OFF on this server (only a restart turns it on), so its statement "
                  "history cannot be read: reading the general log instead")
@@ -73,6 +92,9 @@ def record(target: Target, seconds: float, said: Callable[[str], None]) -> tuple
         close_quietly(conn)
         raise
     outputs = {o for o in saved["log_output"].split(",") if o and o != "NONE"} | {"TABLE"}
+    if saved["general_log"] == "1":
+        said(f"capture: the general log was on already (log_output {saved['log_output']}) and no other capture "
+             "is running: it is left on after the window (if a killed capture left it on: SET GLOBAL general_log = 0)")
 
     def put_back(c: Any) -> None:
         _run(c, *(_set(name, value) for name, value in saved.items()))

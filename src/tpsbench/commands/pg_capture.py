@@ -11,6 +11,9 @@ Ctrl-C or a lost connection. Nothing of the database's data is read or written.
 csvlog would need ``logging_collector``, which only a restart turns on, so the log read is
 the stderr one: the collector's current file, or without a collector the file the server's
 stderr goes to (``/proc/self/fd/2`` of the capturing backend).
+A second capture would save the first one's settings as the originals: an advisory lock,
+taken in the ``postgres`` database so that it is one per server (advisory locks are per
+database) and held by a connection of its own (gone with a killed tpsbench), keeps it out.
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ SETTINGS = {"log_min_duration_statement": "0", "log_line_prefix": PREFIX, "log_p
 POLL_S = 0.5
 CHUNK = 8 << 20
 WITHOUT_COLLECTOR = "/proc/self/fd/2"
+#: the advisory lock a live capture holds for its run: "tpsb", "capt" as two int4 keys
+LOCK_KEYS = (0x74707362, 0x63617074)
+#: the database the lock is taken in, one every server has, so that the lock is server-wide
+MAINTENANCE_DB = "postgres"
 
 
 def undo_sql(saved: dict[str, str | None]) -> str:
@@ -57,6 +64,42 @@ def _connect(target: Target) -> Any:
 def _one(conn: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
     row = conn.execute(sql, params).fetchone()
     return None if row is None else row[0]
+
+
+def lock_connection(target: Target, said: Callable[[str], None]) -> Any:
+    """A connection holding the capture lock in :data:`MAINTENANCE_DB`; where that cannot be
+    connected to, in the captured database, and the lock then keeps out only its captures."""
+    try:
+        conn = type(target)(target.url.set(database=MAINTENANCE_DB)).connect()
+    except TpsbenchError as exc:
+        said(f"capture: cannot connect to the {MAINTENANCE_DB} database ({exc}): the lock that keeps out a second "
+             f"capture holds for database {target.database!r} only")
+        conn = target.connect()
+    try:
+        target.set_autocommit(conn)
+        conn.execute("SET application_name = 'tpsbench capture lock'")
+        take_lock(conn)
+    except BaseException:
+        close_quietly(conn)
+        raise
+    return conn
+
+
+def take_lock(conn: Any) -> None:
+    """Hold the capture lock on ``conn``, or refuse naming the backend that holds it."""
+    if _one(conn, "SELECT pg_try_advisory_lock(%s, %s)", LOCK_KEYS):
+        return
+    row = conn.execute("SELECT l.pid, a.usename, a.client_addr FROM pg_locks l LEFT JOIN pg_stat_activity a "
+                       "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s "
+                       "AND l.objid = %s AND l.objsubid = 2 "
+                       "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                       LOCK_KEYS).fetchone()
+    by = "pid unknown"  # it ended meanwhile
+    if row is not None:
+        pid, user, address = row
+        by = f"pid {pid}" + (f", {user}" if user else "") + (f" from {address}" if address else "")
+    raise TpsbenchError(f"another tpsbench capture is running on this server ({by}): wait for it to end; "
+                        "nothing was changed")
 
 
 def check_access(conn: Any) -> str:
@@ -86,8 +129,9 @@ def saved_settings(conn: Any) -> dict[str, str | None]:
     saved: dict[str, str | None] = dict.fromkeys(SETTINGS)
     saved.update({name: value for name, value in rows})
     if saved["log_line_prefix"] == PREFIX:
-        raise TpsbenchError("another capture is running on this server (its log_line_prefix is set); wait for it, "
-                            f"or if none is, restore by hand: {undo_sql(dict.fromkeys(SETTINGS))}")
+        raise TpsbenchError("the server's log_line_prefix is a capture's, though no capture holds the lock (one was "
+                            "killed, or one runs on another database without the lock): wait for it, or if none "
+                            f"runs, restore by hand: {undo_sql(dict.fromkeys(SETTINGS))}")
     return saved
 
 
@@ -136,13 +180,16 @@ class LogTail:
 @contextlib.contextmanager
 def logging_everything(target: Target, said: Callable[[str], None]) -> Iterator[tuple[Any, LogTail]]:
     """Within: the server logs every statement with tpsbench's prefix; after: as before."""
-    conn = _connect(target)
+    lock = lock_connection(target, said)
+    conn = None
     try:
+        conn = _connect(target)
         path = check_access(conn)
         saved = saved_settings(conn)
         tail = LogTail(conn, path)
     except BaseException:
         close_quietly(conn)
+        close_quietly(lock)
         raise
     said(f"capture: logging every statement server-wide meanwhile; if tpsbench is killed, restore with: "
          f"{undo_sql(saved)}")
@@ -153,6 +200,7 @@ def logging_everything(target: Target, said: Callable[[str], None]) -> Iterator[
         restore(lambda: _connect(target), conn, lambda c: _apply(c, saved), undo_sql(saved))
         said("capture: server settings restored")
         close_quietly(conn)
+        close_quietly(lock)
 
 
 def server_now(conn: Any) -> float:
