@@ -18,6 +18,7 @@ from pathlib import Path
 import pymysql
 import pytest
 from conftest import scratch_mysql_database, unavailable
+from overlapping_captures import refusal, second_capture
 from sqlalchemy.engine import make_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql]
@@ -115,3 +116,21 @@ def test_clients_connected_before_the_window_are_kept_by_their_database(tmp_path
         assert cap.returncode == 0, cap.stderr
         text = trace.read_text()
         assert "on_source" in text and "on_other" not in text
+
+
+def test_a_second_capture_on_the_server_is_refused_and_changes_nothing(tmp_path: Path):
+    """A capture of another database of the server, while one runs, is refused in one line
+    naming the running one's connection; the server ends with the settings it began with."""
+    with scratch_mysql_database() as first, scratch_mysql_database() as second:
+        before = server_state(first)[0]
+        u = make_url(first)
+
+        def holder() -> object:
+            with pymysql.connect(host=u.host, port=u.port or 3306, user=u.username, password=u.password or "") as c:
+                with c.cursor() as cur:
+                    cur.execute("SELECT IS_USED_LOCK('tpsbench.capture')")
+                    return cur.fetchone()[0]
+
+        refused, held = second_capture(first, second, tmp_path, holder)
+        assert f"(connection {held}," in refusal(refused)
+        assert server_state(first)[0] == before

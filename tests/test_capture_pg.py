@@ -21,7 +21,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import scratch_name, unavailable
+from conftest import scratch_name, scratch_pg_database, unavailable
+from overlapping_captures import refusal, second_capture
 from sqlalchemy.engine import make_url
 
 from tpsbench.results.store import ResultsStore
@@ -176,3 +177,19 @@ def test_a_lost_connection_still_restores_the_settings(tmp_path: Path, pgbench_p
     lines = [line for line in err.splitlines() if line.startswith("tpsbench: error")]
     assert cap.returncode != 0 and len(lines) == 1 and "lost the connection" in lines[0], err
     assert server_settings() == before and "Traceback" not in err
+
+
+def test_a_second_capture_on_the_server_is_refused_and_changes_nothing(tmp_path: Path):
+    """A capture of another database of the server, while one runs, is refused in one line
+    naming the running one's lock holder; the server ends with the settings it began with."""
+    with scratch_pg_database() as first, scratch_pg_database() as second:
+        before = server_settings()
+
+        def holder() -> object:
+            with admin() as conn:
+                return conn.execute("SELECT pid FROM pg_stat_activity "
+                                    "WHERE application_name = 'tpsbench capture lock'").fetchone()
+
+        refused, held = second_capture(first, second, tmp_path, holder)
+        assert held is not None and f"(pid {held[0]}," in refusal(refused)
+        assert server_settings() == before
