@@ -22,9 +22,11 @@ from pathlib import Path
 import psycopg
 import pytest
 from conftest import scratch_name, scratch_pg_database, unavailable
-from overlapping_captures import refusal, second_capture
+from overlapping_captures import capture_args, refusal, second_capture
+from private_servers import private_server
 from sqlalchemy.engine import make_url
 
+from tpsbench.commands.pg_capture import take_lock
 from tpsbench.results.store import ResultsStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgresql]
@@ -193,3 +195,19 @@ def test_a_second_capture_on_the_server_is_refused_and_changes_nothing(tmp_path:
         refused, held = second_capture(first, second, tmp_path, holder)
         assert held is not None and f"(pid {held[0]}," in refusal(refused)
         assert server_settings() == before
+
+
+def test_without_the_postgres_database_the_lock_is_the_captured_databases(tmp_path: Path):
+    """On a server of the test's own whose ``postgres`` database is gone, the lock is taken in
+    the captured database, said to be per database, and still refuses a second capture of it."""
+    with private_server("postgresql") as server:
+        u = make_url(server.url)
+        with psycopg.connect(host=u.host, port=u.port, user=u.username, dbname=u.database, autocommit=True) as c:
+            c.execute("DROP DATABASE postgres")
+            take_lock(c)
+            done = subprocess.run(capture_args(server.url, "1s", tmp_path / "t.trace"), text=True,
+                                  env=dict(os.environ, PYTHONPATH=SRC), capture_output=True, timeout=60)
+            pid = c.execute("SELECT pg_backend_pid()").fetchone()[0]
+        said, error = done.stderr.splitlines()
+        assert "holds for database 'tpsbench' only" in said, done.stderr
+        assert f"(pid {pid}," in refusal(subprocess.CompletedProcess(done.args, done.returncode, done.stdout, error))
