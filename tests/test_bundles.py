@@ -209,15 +209,15 @@ def test_bad_export_input_is_one_line_and_writes_nothing(quick: Path, args: list
 # -- a real PostgreSQL campaign of two targets --------------------------------------------
 
 @pytest.fixture(scope="module")
-def pg_campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A folder whose ``tpsbench-results.db`` holds campaign 1: two PostgreSQL targets,
-    the first named with a password (trust authentication accepts any), exported to
-    ``campaign.tpsbench``."""
+def pg_campaign(tmp_path_factory: pytest.TempPathFactory, built_tpcc_pg: str) -> Iterator[Path]:
+    """A folder whose ``tpsbench-results.db`` holds campaign 1: two PostgreSQL targets
+    (copies of the session's build, which the campaign then runs on as they are), the first
+    named with a password (trust authentication accepts any), exported to ``campaign.tpsbench``."""
     folder = tmp_path_factory.mktemp("bundles")
-    with scratch_pg_database() as first, scratch_pg_database() as second:
+    with scratch_pg_database(built_tpcc_pg) as first, scratch_pg_database(built_tpcc_pg) as second:
         with_password = first.replace("postgres@", f"postgres:{SECRET}@")
         assert SECRET in with_password
-        write_campaign(folder, {"RAID-A": with_password, "RAID-B": second})
+        write_campaign(folder, {"RAID-A": with_password, "RAID-B": second}, duration="1s")
         done = subprocess.run([sys.executable, "-m", "tpsbench", "campaign", "campaign.toml"], cwd=folder,
                               env=ENV_FREE, capture_output=True, text=True, timeout=600, check=False)
         assert done.returncode == 0, done.stderr[-2000:]

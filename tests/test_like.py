@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 #: what a run stores about where it ran, not what it ran: it differs by nature between places
 ENVIRONMENT = ("driver_host", "memory", "storage")
-SHORT = ("--rampup", "0s", "--duration", "2s", "--interval", "1s")
+SHORT = ("--rampup", "0s", "--duration", "1s", "--interval", "0.5s")
 
 
 def tpsbench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -114,13 +114,13 @@ def test_like_a_bundle_s_run_reproduces_its_configuration(runs: tuple[Path, str,
     done = tpsbench("export", str(first), str(second), "-o", str(bundle), "--results", results, cwd=folder)
     assert done.returncode == 0, done.stderr
     elsewhere = f"sqlite:///{folder / 'elsewhere.db'}"
-    done = tpsbench("run", "--like", str(bundle), "--results", elsewhere, cwd=folder)
+    done = cli_in_process("run", "--like", str(bundle), "--results", elsewhere, cwd=folder)
     assert done.returncode == 2 and f"holds 2 runs ({first}, {second}); name one as" in done.stderr, done.stderr
     done = tpsbench("run", "--like", f"{bundle}:{first}", "--db", copy_of(built_tpcc_sqlite, folder, "again.db"),
                     "--results", elsewhere, cwd=folder)
     assert done.returncode == 0, done.stderr
     assert run_config(elsewhere, last_run(elsewhere)) == run_config(results, first)
-    done = tpsbench("run", "--like", f"{bundle}:77", "--results", elsewhere, cwd=folder)
+    done = cli_in_process("run", "--like", f"{bundle}:77", "--results", elsewhere, cwd=folder)
     assert done.returncode == 2 and "the bundle holds no run 77" in done.stderr, done.stderr
 
 
@@ -128,7 +128,7 @@ def test_like_refuses_an_unknown_run_or_a_word_in_one_line(runs: tuple[Path, str
     folder, results, _, _ = runs
     before = len(ResultsStore(results, create=False).list_runs())
     for value, said in (("999", "has no run 999"), ("abc", "--like abc: not a run id")):
-        done = tpsbench("run", "--like", value, "--results", results, cwd=folder)
+        done = cli_in_process("run", "--like", value, "--results", results, cwd=folder)
         assert done.returncode == 2 and done.stderr.count("\n") == 1 and said in done.stderr, done.stderr
     assert len(ResultsStore(results, create=False).list_runs()) == before
 

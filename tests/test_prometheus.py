@@ -90,7 +90,7 @@ def test_prometheus_scrapes_per_step_tps_and_p95_as_the_store_has_them(tpcc_pg_u
     endpoint = free_port()
     prometheus, api = start_prometheus(tmp_path, endpoint)
     try:
-        done = tpsbench("run", "tpcc", "--db", pg_url, "--users", "1,4", "--rampup", "2s", "--duration", "8s",
+        done = tpsbench("run", "tpcc", "--db", pg_url, "--users", "1,4", "--rampup", "1s", "--duration", "3s",
                         "--interval", "1s", "--metrics-addr", str(endpoint), cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert_steps_as_stored(api, ResultsStore(f"sqlite:///{tmp_path / 'tpsbench-results.db'}").load_run(1))
@@ -107,7 +107,7 @@ def test_a_concurrent_campaign_serves_every_run_from_one_endpoint(tmp_path: Path
     targets = "".join(f'[[target]]\ndb = "{copy_of(built_tpcc_sqlite, tmp_path, f"{name}.db")}"\nstorage = "{name}"\n'
                       for name in ("hdd", "ssd"))
     (tmp_path / "c.toml").write_text('name = "pools"\nworkload = "tpcc"\nscale = 1\nusers = [1, 2]\n'
-                                     'rampup = "1s"\nduration = "5s"\ninterval = "1s"\n' + targets)
+                                     'rampup = "1s"\nduration = "2s"\ninterval = "1s"\n' + targets)
     endpoint = free_port()
     prometheus, api = start_prometheus(tmp_path, endpoint)
     try:

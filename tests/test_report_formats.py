@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from conftest import scratch_mysql_database, scratch_pg_database
+from conftest import cli_in_process, scratch_mysql_database, scratch_pg_database
 
 from tpsbench.measure.summary import SteadySummary
 from tpsbench.report.table import main_metric, run_labels
@@ -141,7 +141,7 @@ def test_all_five_formats_carry_the_stores_numbers(campaign: tuple[Path, list[Ru
     assert abs((runs[0].run.started_at - runs[1].run.started_at).total_seconds()) < 20  # at the same time
 
     def report(fmt: str, *more: str) -> str:
-        result = tpsbench("report", "--campaign", "1", "--txns", "--format", fmt, *more, cwd=folder)
+        result = cli_in_process("report", "--campaign", "1", "--txns", "--format", fmt, *more, cwd=folder)
         assert result.returncode == 0, result.stderr
         return result.stdout
 
@@ -211,7 +211,7 @@ class TableReader(HTMLParser):
 def test_compare_a_campaign_says_it_as_a_review_with_the_stores_figures(
         campaign: tuple[Path, list[RunData]]) -> None:
     folder, runs = campaign
-    result = tpsbench("compare", "--campaign", "1", cwd=folder)
+    result = cli_in_process("compare", "--campaign", "1", cwd=folder)
     assert result.returncode == 0, result.stderr
     base, other = (stored([d]) for d in runs)
     at = {row: other[("pool MariaDB", "3")][row] / base[("pool <PG>", "3")][row] for row in ("TPS", "avg (ms)")}
@@ -254,7 +254,7 @@ def test_what_a_report_cannot_show_is_one_line(tmp_path: Path, store: str, comma
     elif store == "one":
         results = ResultsStore(f"sqlite:///{tmp_path / 'tpsbench-results.db'}")
         results.finish_run(results.start_run("tpcc", db_url="sqlite:///x.db", storage="SSD"), "completed")
-    result = tpsbench(*command, cwd=tmp_path)
+    result = cli_in_process(*command, cwd=tmp_path)
     assert result.returncode != 0 and "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], result.stderr

@@ -46,7 +46,7 @@ def test_sqlite_run_records_steps_and_is_honest(built_tpcc_sqlite: Path, tmp_pat
 @pytest.mark.slow
 def test_mix_is_within_one_point_of_target(built_tpcc_sqlite: Path, tmp_path: Path) -> None:
     sqlite_url = copy_of(built_tpcc_sqlite, tmp_path)
-    record = short_run(sqlite_url, f"sqlite:///{tmp_path}/r.db", [4], duration_s=10.0)
+    record = short_run(sqlite_url, f"sqlite:///{tmp_path}/r.db", [4], duration_s=3.0)
     summary = record.outcome.steps[0].summary
     total = sum(t.commits + t.rollbacks for t in summary.txns.values())
     assert total > 2000
@@ -70,7 +70,7 @@ def test_server_runs_pass_checks_and_honesty(server: str, request: pytest.Fixtur
     build("tpcc", 4, url, loaders=2, show_progress=False)
     most = users_that_fit(url, 100, least=20)  # 100 where the server has the room
     users = sorted({min(n, most) for n in (1, 20, 50, 100)})
-    record = short_run(url, f"sqlite:///{tmp_path}/r.db", users)
+    record = short_run(url, f"sqlite:///{tmp_path}/r.db", users, duration_s=1.0, interval_s=0.5)
     assert record.status == "completed"
     assert record.honesty["match"], record.honesty
     steps = record.store.load_run(record.run_id).steps

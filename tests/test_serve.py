@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
-from conftest import copy_of, unavailable
+from conftest import cli_in_process, copy_of, unavailable
 from test_html_report import CHROMIUM, _browser  # Debian's chromium, or skip (fail under CI=true)
 
 from tpsbench.results.store import ResultsStore
@@ -115,7 +115,7 @@ def test_a_campaign_from_another_process_is_followed_live(served: tuple[str, str
             tab.on("pageerror", lambda e: problems.append(str(e)))
             tab.goto(base + "/")
             (tmp_path / "live.toml").write_text(
-                'name = "live"\nworkload = "tpcc"\nscale = 1\nusers = [1, 2]\nrampup = "1s"\nduration = "6s"\n'
+                'name = "live"\nworkload = "tpcc"\nscale = 1\nusers = [1, 2]\nrampup = "1s"\nduration = "3s"\n'
                 f'interval = "1s"\n[options]\nwarmup = "2s"\n'
                 f'[[target]]\ndb = "{copy_of(built_tpcc_sqlite, tmp_path)}"\n'
                 f'storage = {json.dumps(EVIL)}\n')
@@ -160,8 +160,8 @@ def test_a_campaign_from_another_process_is_followed_live(served: tuple[str, str
     assert dialogs == [] and problems == [] and blocked == []
     assert storage_shown == EVIL
     assert report_title == f"tpsbench run {run_id}"
-    report = subprocess.run([sys.executable, "-m", "tpsbench", "report", str(run_id), "--results", results,
-                             "--format", "json"], env=ENV, capture_output=True, text=True, check=True)
+    report = cli_in_process("report", str(run_id), "--results", results, "--format", "json", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
     expected = {s["step"]: s["summary"]["tps"] for s in json.loads(report.stdout)["runs"][0]["steps"]}
     assert set(steps) == set(expected) == {1, 2}
     for step, tps in expected.items():
