@@ -325,7 +325,7 @@ def test_real_runs_with_repeat_in_every_format(built_tpcc_sqlite: Path, tmp_path
     db = copy_of(built_tpcc_sqlite, tmp_path)
     for label in ("A", "B"):
         done = tpsbench(tmp_path, "run", "tpcc", "--users", "1,2,3", "--repeat", "2", "--rampup", "0s",
-                        "--duration", "1s", "--interval", "0.25s", "--processes", "1", "--storage", label, db=db)
+                        "--duration", "0.5s", "--interval", "0.25s", "--processes", "1", "--storage", label, db=db)
         assert done.returncode == 0, done.stderr[-3000:]
 
     def read(*args: str) -> subprocess.CompletedProcess[str]:
