@@ -47,7 +47,7 @@ def test_sysbench_mix_replayed_at_stepped_loads_keeps_its_proportions(tmp_path: 
         for url in (source, copy):
             subprocess.run(sysbench(url, "prepare"), check=True, capture_output=True)
         trace = tmp_path / "sb.trace"
-        capture_sysbench(source, trace, run_s=10, capture_s=6)
+        capture_sysbench(source, trace, run_s=6, capture_s=3)
         summary = json.loads(trace.read_text().splitlines()[-2])["summary"]
         kept = [r for r in summary["statements"] if r["statement"].split(" ", 1)[0] in KINDS]
         total = sum(r["count"] for r in kept)
@@ -56,8 +56,8 @@ def test_sysbench_mix_replayed_at_stepped_loads_keeps_its_proportions(tmp_path: 
         users = [1, 8, users_that_fit(copy, 32, least=16)]
         results = tmp_path / "results.db"
         run = subprocess.run([sys.executable, "-m", "tpsbench", "replay", str(trace), "--as-mix", "--db", copy,
-                              "--users", ",".join(map(str, users)), "--rampup", "2s", "--duration", "12s",
-                              "--interval", "4s", "--results", f"sqlite:///{results}"],
+                              "--users", ",".join(map(str, users)), "--rampup", "1s", "--duration", "4s",
+                              "--interval", "2s", "--results", f"sqlite:///{results}"],
                              env=env, capture_output=True, text=True, timeout=600)
         assert run.returncode == 0, run.stderr
         assert "left out: 2 statement(s)" in run.stderr  # BEGIN and COMMIT

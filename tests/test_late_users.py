@@ -29,6 +29,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from conftest import cli_in_process
 from sqlalchemy.engine import make_url
 
 from tpsbench.engine.protocol import STOP_GRACE_S
@@ -56,8 +57,9 @@ def start_run(url: str, folder: Path, duration: str, processes: str, multiplex: 
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("TPSBENCH_")},
            "TPSBENCH_DB": url, "TPSBENCH_RESULTS": f"sqlite:///{results}"}
     cli = [sys.executable, "-m", "tpsbench"]
-    built = subprocess.run([*cli, "build", "sysbench", "--tables", "1", "--table-size", "100"], env=env,
-                           cwd=folder, capture_output=True, text=True, timeout=120, check=False)
+    # one loader: a build that starts no process, run in this one
+    built = cli_in_process("build", "sysbench", "--tables", "1", "--table-size", "100", "--loaders", "1",
+                           cwd=folder, env={k: v for k, v in env.items() if k.startswith("TPSBENCH_")})
     assert built.returncode == 0, built.stderr
     first = rows(url)
     proc = subprocess.Popen([*cli, "run", "sysbench", "--mode", "oltp_insert", "--users", users, "--rampup",
@@ -101,7 +103,7 @@ def settle(url: str) -> None:
 @pytest.mark.parametrize("multiplex", ["--multiplex", "--no-multiplex"])
 def test_users_stuck_past_the_step_end_are_given_up_on_in_time_and_counted_in_doubt(
         pg_url: str, tmp_path: Path, multiplex: str) -> None:
-    results, first, proc = start_run(pg_url, tmp_path, "4s", "1", multiplex)
+    results, first, proc = start_run(pg_url, tmp_path, "2s", "1", multiplex)
     assert proc.stderr is not None
     with psycopg.connect(**conninfo(pg_url)) as holder:
         said = steady(proc)
@@ -115,7 +117,7 @@ def test_users_stuck_past_the_step_end_are_given_up_on_in_time_and_counted_in_do
     out, err = rest(proc)
     text = "".join(said) + err
     # bounded: the rest of the window and the grace period, with room for a busy machine
-    assert given_up < 4.0 + STOP_GRACE_S + 15, text
+    assert given_up < 2.0 + STOP_GRACE_S + 15, text
     assert proc.returncode == 1 and "Traceback" not in text + out, text
     assert "step 1 ran short of its plan (PROBLEM above); honesty check matches" in out.splitlines()[-1], out
     problems = [line for line in text.splitlines() if "PROBLEM" in line]
@@ -169,7 +171,7 @@ def test_a_worker_lost_before_its_last_report_fails_the_check_saying_why(pg_url:
 def test_a_user_given_up_on_counts_nothing_more_when_its_transaction_then_fails(pg_url: str, tmp_path: Path) -> None:
     """Once the worker counted a stuck transaction in doubt, its thread's later failure (its
     backend terminated while the next step runs) adds no second in-doubt, retry or error."""
-    results, _, proc = start_run(pg_url, tmp_path, "4s", "1", "--no-multiplex", users=f"{USERS},{USERS}")
+    results, _, proc = start_run(pg_url, tmp_path, "3s", "1", "--no-multiplex", users=f"{USERS},{USERS}")
     assert proc.stderr is not None
     with psycopg.connect(**conninfo(pg_url)) as holder:
         said = steady(proc)

@@ -7,6 +7,7 @@ import json
 import math
 import random
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -316,7 +317,7 @@ def test_real_runs_with_repeat_in_every_format(built_tpcc_sqlite: Path, tmp_path
     """Two real runs of --repeat 2 on SQLite: report (markdown, csv, json, html), compare
     and plan read their steps as repeats."""
     import jsonschema
-    from conftest import copy_of
+    from conftest import cli_in_process, copy_of
     from test_repeat import tpsbench
 
     from tpsbench.report.export import SCHEMA_3, json_schema
@@ -324,25 +325,30 @@ def test_real_runs_with_repeat_in_every_format(built_tpcc_sqlite: Path, tmp_path
     db = copy_of(built_tpcc_sqlite, tmp_path)
     for label in ("A", "B"):
         done = tpsbench(tmp_path, "run", "tpcc", "--users", "1,2,3", "--repeat", "2", "--rampup", "0s",
-                        "--duration", "1s", "--interval", "0.25s", "--processes", "1", "--storage", label, db=db)
+                        "--duration", "0.5s", "--interval", "0.25s", "--processes", "1", "--storage", label, db=db)
         assert done.returncode == 0, done.stderr[-3000:]
-    markdown = tpsbench(tmp_path, "report", "1", "2", "--format", "markdown")
+
+    def read(*args: str) -> subprocess.CompletedProcess[str]:
+        """A command that starts no processes, in this one, on the runs' store."""
+        return cli_in_process(*args, cwd=tmp_path, env={"TPSBENCH_RESULTS": f"sqlite:///{tmp_path / 'results.db'}"})
+
+    markdown = read("report", "1", "2", "--format", "markdown")
     assert markdown.returncode == 0, markdown.stderr
     lines = markdown.stdout.splitlines()
     assert lines[0] == "| Storage configuration | metric | 1 | 2 | 3 |"
     assert "| A | Repeats (95% CI) | 2 of 2 | 2 of 2 | 2 of 2 |" in lines
     assert re.search(r"\| TPS \| [\d.]+ ± [\d.]+ \| [\d.]+ ± [\d.]+ \|", markdown.stdout)
     assert re.search(r"\| p95 \(ms\) \| [\d.]+ \([\d.]+-[\d.]+\) \|", markdown.stdout)
-    csv_text = tpsbench(tmp_path, "report", "1", "--format", "csv").stdout
+    csv_text = read("report", "1", "--format", "csv").stdout
     assert csv_text.splitlines()[0] == "storage,run,metric,1,2,3" and " ± " in csv_text
-    doc = json.loads(tpsbench(tmp_path, "report", "1", "2", "--format", "json").stdout)
+    doc = json.loads(read("report", "1", "2", "--format", "json").stdout)
     assert doc["schema"] == SCHEMA_3
     jsonschema.Draft202012Validator(json_schema(SCHEMA_3)).validate(doc)
     assert [load["steps"] for load in doc["runs"][0]["repeats"]["loads"]] == [[1, 4], [2, 5], [3, 6]]
-    page = tpsbench(tmp_path, "report", "1", "2", "--format", "html").stdout
+    page = read("report", "1", "2", "--format", "html").stdout
     assert "each point is the mean over its repeats" in page
-    said = tpsbench(tmp_path, "compare", "1", "2")
+    said = read("compare", "1", "2")
     assert said.returncode == 0, said.stderr
     assert "repeats (Welch's t)" in said.stdout and re.search(r"B vs A at 3 users: [+-]\d+% TPS \(95% CI ", said.stdout)
-    plan = tpsbench(tmp_path, "plan", "1")
+    plan = read("plan", "1")
     assert "fitted to every repeat's point (2 repeats a load)" in plan.stdout + plan.stderr

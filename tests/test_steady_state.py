@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import copy_of
+from conftest import cli_in_process, copy_of
 from test_compare import steady_run
 from test_export import conforms
 from test_report_formats import tpsbench
@@ -87,13 +87,13 @@ def test_the_json_export_carries_the_judgement_and_keeps_its_schema() -> None:
 
 @pytest.fixture(scope="module")
 def two_real_runs(built_tpcc_sqlite: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """Two short TPC-C runs on SQLite through the CLI (storage A, then B), 3 s a step at
-    0.5 s intervals: six steady intervals a step. (folder, results URL)"""
+    """Two short TPC-C runs on SQLite through the CLI (storage A, then B), 1.5 s a step at
+    0.25 s intervals: six steady intervals a step. (folder, results URL)"""
     folder = tmp_path_factory.mktemp("steady")
     results = f"sqlite:///{folder / 'results.db'}"
     for storage in ("A", "B"):
         done = tpsbench("run", "tpcc", "--db", copy_of(built_tpcc_sqlite, folder), "--users", "1,2", "--rampup",
-                        "0.5s", "--duration", "3s", "--interval", "0.5s", "--think", "off", "--storage", storage,
+                        "0.5s", "--duration", "1.5s", "--interval", "0.25s", "--think", "off", "--storage", storage,
                         "--results", results, cwd=folder)
         assert done.returncode == 0, done.stderr
     return folder, results
@@ -109,7 +109,7 @@ def test_a_real_short_sqlite_run_reports_its_steady_state(two_real_runs: tuple[P
     assert all(t == "steady" or t.startswith("not steady (") for t in expected), expected
 
     def report(fmt: str) -> str:
-        out = tpsbench("report", "--results", results, "--format", fmt, cwd=folder)
+        out = cli_in_process("report", "--results", results, "--format", fmt, cwd=folder)
         assert out.returncode == 0, out.stderr
         return out.stdout
 
@@ -125,7 +125,7 @@ def test_a_real_short_sqlite_run_reports_its_steady_state(two_real_runs: tuple[P
 @pytest.mark.slow
 def test_compare_of_real_runs_states_the_tps_interval(two_real_runs: tuple[Path, str]) -> None:
     folder, results = two_real_runs
-    out = tpsbench("compare", "A", "B", "--results", results, cwd=folder)
+    out = cli_in_process("compare", "A", "B", "--results", results, cwd=folder)
     assert out.returncode == 0, out.stderr
     last = out.stdout.splitlines()[-1]
     assert re.match(r"B vs A at 2 users: [+-]\d+% TPS \(95% CI [+-]\d+(\.\d+)?% to [+-]\d+(\.\d+)?%"
