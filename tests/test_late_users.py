@@ -139,7 +139,8 @@ def worker_pids(pid: int) -> list[int]:
             b"resource_tracker" not in Path(f"/proc/{c}/cmdline").read_bytes()]
 
 
-@pytest.mark.parametrize("multiplex", ["--multiplex", pytest.param("--no-multiplex", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("multiplex", ["--multiplex", "--no-multiplex"])
 def test_a_worker_lost_before_its_last_report_fails_the_check_saying_why(pg_url: str, tmp_path: Path,
                                                                         multiplex: str) -> None:
     results, first, proc = start_run(pg_url, tmp_path, "2s", "2", multiplex)

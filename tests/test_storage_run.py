@@ -69,6 +69,7 @@ def test_a_remote_database_gets_no_device() -> None:
 
 
 @pytest.mark.postgresql
+@pytest.mark.slow  # a file system made, a database moved and a run: the quick lane runs on SQLite
 def test_a_postgresql_tablespace_on_a_loop_device_is_found_and_its_io_read(tpcc_pg_url: str, tmp_path: Path,
                                                                           require) -> None:
     """The database's tables in a tablespace on ext4 over a loop device: data_paths names the

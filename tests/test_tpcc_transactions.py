@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyodbc
 import pytest
-from conftest import scratch_database, slow_on, sql_dialects, unavailable
+from conftest import scratch_database, sql_dialects, unavailable
 from sqlalchemy.engine import make_url
 
 from tpsbench.commands.build import build
@@ -93,14 +93,13 @@ class Db:
         return TpccSession(ctx, user_id, 4, self.connect(), self.target)
 
 
-#: the databases of the ``db`` fixture, and their marks
-DATABASES: dict[str, list[pytest.MarkDecorator]] = {
-    "sqlite": [], "postgresql": [pytest.mark.postgresql], "mysql": [pytest.mark.mysql],
-    "mysql-text": [pytest.mark.mysql, pytest.mark.slow],  # the prepared path's again, as text
-}
-
-
-@pytest.fixture(scope="module", params=[pytest.param(name, marks=marks) for name, marks in DATABASES.items()])
+@pytest.fixture(scope="module", params=[
+    "sqlite",
+    pytest.param("postgresql", marks=pytest.mark.postgresql),
+    # a build of its own and seconds a test: the quick lane's MariaDB is test_tpce_transactions'
+    pytest.param("mysql", marks=[pytest.mark.mysql, pytest.mark.slow]),
+    pytest.param("mysql-text", marks=[pytest.mark.mysql, pytest.mark.slow]),  # the prepared path's again, as text
+])
 def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
        db_template: Callable[..., str]) -> Iterator[Db]:
     """Each database; on MySQL/MariaDB both statement paths, prepared (the default) and text."""
@@ -477,14 +476,12 @@ def assert_mix_consistent(db: Db, runner: Db, users: list[int], per_session: int
     return commits
 
 
-@slow_on("db", DATABASES, "mysql")  # hundreds of transactions: the quick lane runs the others'
 def test_consistency_and_evidence_after_hundreds_of_transactions(db: Db, mode: str) -> None:
     """Four users (two per warehouse) run 100 transactions each, concurrently."""
     commits = assert_mix_consistent(db, db, list(range(4)), 100, procedures=mode)
     assert sum(commits.values()) >= 380 and commits["delivery"] > 0 and commits["payment"] > 0
 
 
-@slow_on("db", DATABASES, "mysql")  # hundreds of transactions: the quick lane runs the others'
 def test_dbapi_client_path(db: Db, mode: str) -> None:
     """client=dbapi: the driver's DB-API cursor instead of the fast cursor (psycopg's own
     prepared statements, MySQLdb's cursor and its result sets of a CALL)."""
@@ -492,7 +489,6 @@ def test_dbapi_client_path(db: Db, mode: str) -> None:
     assert sum(commits.values()) >= 110
 
 
-@slow_on("db", DATABASES, "mysql")  # hundreds of transactions: the quick lane runs the others'
 def test_mix_through_odbc(db: Db, mode: str) -> None:
     """The same statements through pyodbc (psqlODBC, MariaDB Connector/ODBC): ``?`` markers,
     no lastrowid (MySQL reads LAST_INSERT_ID), parameters typed by the ODBC driver."""
