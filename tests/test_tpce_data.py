@@ -239,6 +239,7 @@ def sqlite_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow  # a build: the quick lane builds TPC-E on SQLite in test_tpce_transactions
 def test_sqlite_build_counts_and_relations(sqlite_built: Path) -> None:
     assert sqlite_built.stat().st_size > 10_000_000  # built and checked by the fixture
 
