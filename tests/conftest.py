@@ -14,6 +14,7 @@ never on it. ``built_tpcc_pg`` is the same on PostgreSQL, a template that
 ``scratch_pg_database(built_tpcc_pg)`` and ``tpcc_pg_url`` copy as files, far quicker
 than a build; ``db_template`` makes such a template of any build, on PostgreSQL or on
 MariaDB (copied table by table there).
+:func:`slow_on` leaves a test's run on some servers to the full lane.
 :func:`cli_in_process` runs a command that starts no processes without the
 interpreter start of ``python -m tpsbench``. ``deliverable_sigint`` lets a test's subprocesses get Ctrl-C even when the
 suite was started where SIGINT is ignored (``cmd &`` in a script, nohup).
@@ -267,6 +268,15 @@ def tpcc_pg_url(built_tpcc_pg: str) -> Iterator[str]:
     """``pg_url`` with TPC-C scale 1 (seed 0) in it already: a copy of the session's build."""
     with scratch_pg_database(built_tpcc_pg) as url:
         yield url
+
+
+def slow_on(fixture: str, params: dict[str, list[pytest.MarkDecorator]], *slow: str) -> pytest.MarkDecorator:
+    """A test's own parametrization of the parametrized module ``fixture`` (``params``: each
+    param's marks), the params named in ``slow`` marked slow as well: the quick lane runs the
+    test on the others, on the same fixture as the module's other tests."""
+    return pytest.mark.parametrize(fixture, [
+        pytest.param(param, marks=[*marks, pytest.mark.slow] if param in slow else marks)
+        for param, marks in params.items()], indirect=True)
 
 
 def copy_of(built: Path, folder: Path, name: str = "tpcc.db") -> str:

@@ -68,12 +68,14 @@ def test_sqlite_build_and_check(sqlite_url: str, scale: int) -> None:
     assert_built_and_consistent(sqlite_url, scale, loaders=1)
 
 
+@pytest.mark.slow  # the quick lane builds on the servers through conftest's db_template
 @pytest.mark.postgresql
 @pytest.mark.parametrize("scale", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_postgresql_build_and_check(pg_url: str, scale: int) -> None:
     assert_built_and_consistent(pg_url, scale, loaders=2)
 
 
+@pytest.mark.slow  # the quick lane builds on the servers through conftest's db_template
 @pytest.mark.mysql
 @pytest.mark.parametrize("scale", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_mariadb_build_and_check(mysql_url: str, scale: int) -> None:

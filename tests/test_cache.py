@@ -195,6 +195,7 @@ def _cli(args: list[str], cwd: Path, prefix: list[str] = ()) -> subprocess.Compl
                           timeout=120, check=False)
 
 
+@pytest.mark.slow  # a run: the quick lane keeps the remote server's
 def test_cold_without_root_runs_warm_and_says_so_once(built_tpcc_sqlite: Path, tmp_path: Path) -> None:
     """A real non-root process: ``unshare --user`` runs the CLI as the overflow user
     (nobody, 65534) in a user namespace of its own. (setpriv --reuid=nobody cannot run

@@ -68,9 +68,8 @@ def test_wrong_password_is_one_line(tmp_path: Path, mysql_url: str) -> None:
     assert_one_line_error(cli_in_process("build", "tpcc", "--scale", "1", "--db", url, cwd=tmp_path), "Access denied")
 
 
-def test_existing_tables_are_refused_and_kept(tmp_path: Path) -> None:
-    first = cli_in_process("build", "tpcc", "--scale", "1", "--loaders", "1", cwd=tmp_path)  # one loader: this process
-    assert first.returncode == 0, first.stderr
+def test_existing_tables_are_refused_and_kept(tmp_path: Path, built_tpcc_sqlite: Path) -> None:
+    copy_of(built_tpcc_sqlite, tmp_path, "tpsbench.db")  # the default database, built
     db = tmp_path / "tpsbench.db"
     size_before = db.stat().st_size
     again = cli_in_process("build", "tpcc", "--scale", "1", cwd=tmp_path)
@@ -130,6 +129,7 @@ def test_ctrl_c_while_the_cli_loads_is_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in err and err.rstrip().endswith("tpsbench: interrupted")
 
 
+@pytest.mark.slow  # a run: the quick lane sends SIGTERM while the CLI loads
 def test_sigterm_mid_step_ends_the_run_as_interrupted_with_143(tmp_path: Path, built_tpcc_sqlite: Path) -> None:
     """A service manager's or kill's SIGTERM is handled as Ctrl-C is: the finished intervals
     are kept, the run is stored as interrupted (not left "running" for ever), exit 143."""

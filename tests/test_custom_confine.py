@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from conftest import slow_on
 from test_custom_workload import KINDS, scratch, tpsbench_cli
 
 from tpsbench.cli.main import main
@@ -179,6 +180,7 @@ per_commit = { order = 1 }
 """
 
 
+@slow_on("database", {kind: [] for kind in KINDS}, "postgresql", "mariadb")  # a run: the quick lane runs SQLite's
 def test_a_file_that_reads_another_table_it_names_builds_runs_and_checks(database: tuple[str, str],
                                                                           tmp_path: Path) -> None:
     url = database[1]

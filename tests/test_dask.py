@@ -257,6 +257,7 @@ def test_clusters_that_cannot_run_are_refused_in_one_line_before_anything_is_sto
     assert not results.exists()  # refused before the results store was even opened
 
 
+@pytest.mark.slow  # the only quick test on a cluster, which takes seconds to start
 def test_a_clock_past_the_limit_is_refused_with_its_figure(cluster: Any, tpcc_pg: str) -> None:
     cluster.wait_for_workers(2, timeout=60)
     with pytest.raises(TpsbenchError, match=r"^the clock of Dask worker tcp://\S+ on \S+ is [+-]\d\.\d{3} s off this "

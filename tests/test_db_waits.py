@@ -175,6 +175,7 @@ def test_an_unreachable_server_gives_no_figures_and_no_error() -> None:
 
 
 @pytest.mark.postgresql
+@pytest.mark.slow  # a run: the quick lane reads waits in the others
 def test_a_dropped_connection_costs_looks_not_the_step(pg_url: str) -> None:
     target = open_target(pg_url)
     observer = DbWaits(target)

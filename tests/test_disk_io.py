@@ -147,6 +147,7 @@ def iostat_figures(output: str, name: str) -> dict[str, float]:
     return dict(zip(header[1:], map(float, row[1:])))
 
 
+@pytest.mark.slow  # a loop device written for seconds
 def test_a_loop_devices_iops_agree_with_diskstats_and_iostat(tmp_path: Path, require: Require) -> None:
     iostat = shutil.which("iostat")
     with attached_loop(tmp_path / "disk.img", require) as loop:

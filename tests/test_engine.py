@@ -187,7 +187,7 @@ def test_sqlite_commits_equal_table_change(tmp_path: Any) -> None:
     """Two steps: the second step's user threads take over the connections the first
     step's threads made (the engine keeps them), which sqlite3 refuses by default."""
     ctx = make_table(f"sqlite:///{tmp_path / 'counter.db'}")
-    steps = [LoadStep(users=users, duration_s=1.5, rampup_s=0.5, interval_s=0.5) for users in (2, 4)]
+    steps = [LoadStep(users=users, duration_s=0.5, rampup_s=0.5, interval_s=0.5) for users in (2, 4)]
     outcome = bounded(lambda: run_steps(ctx, CounterWorkload(), steps, processes=2, live=None), 90)
     assert outcome.status is RunStatus.COMPLETED
     assert [s.total().total("errors") for s in outcome.steps] == [0, 0], [s.total().errors for s in outcome.steps]

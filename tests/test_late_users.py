@@ -141,6 +141,7 @@ def worker_pids(pid: int) -> list[int]:
             b"resource_tracker" not in Path(f"/proc/{c}/cmdline").read_bytes()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("multiplex", ["--multiplex", "--no-multiplex"])
 def test_a_worker_lost_before_its_last_report_fails_the_check_saying_why(pg_url: str, tmp_path: Path,
                                                                         multiplex: str) -> None:

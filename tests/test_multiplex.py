@@ -127,6 +127,7 @@ class AnsweredAsSent(PreparedCursor):
 
 
 @pytest.mark.parametrize("answered_as_sent", [False, True], ids=["waited", "answered-as-sent"])
+@pytest.mark.slow  # seconds of hosted users: the quick lane hosts them in the others
 def test_hosted_users_commit_exactly_what_the_database_shows(server: Db, answered_as_sent: bool) -> None:
     before = database_counts(server.conn)
     hosting = Hosting(server, 6)
@@ -218,7 +219,8 @@ def kill(db: Db, ident: int) -> None:
     db.conn.commit()
 
 
-@pytest.mark.parametrize("think_s", [None, 0.2], ids=["busy", "thinking"])
+# seconds each: the quick lane kills the connections mostly while their users think
+@pytest.mark.parametrize("think_s", [pytest.param(None, marks=pytest.mark.slow), 0.2], ids=["busy", "thinking"])
 def test_a_lost_connection_goes_back_to_its_users_thread(server: Db, think_s: float | None) -> None:
     """Killed while a statement is out, or (mostly) while the user thinks: then the
     closed socket speaks out of turn, is left alone, and the next send finds it dead."""

@@ -50,6 +50,7 @@ class Clock(StepObserver):
         return {"seconds": seconds, "apart": after[0] - before[0], "sample": after[1]}
 
 
+@pytest.mark.slow  # a run of two steps: the quick lane runs observers in test_storage_run's
 def test_a_registered_observer_has_one_reading_per_interval_in_the_store(built_tpcc_sqlite: Path,
                                                                          tmp_path: Path) -> None:
     url, results = copy_of(built_tpcc_sqlite, tmp_path), f"sqlite:///{tmp_path / 'results.db'}"

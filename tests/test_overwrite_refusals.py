@@ -54,18 +54,23 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture(scope="module")
-def recorded(built_tpcc_sqlite: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with a built TPC-C database (tpcc.db) and a store of two runs (results.db)
-    of three steps each, so that report, compare and plan all have something to write."""
-    folder = tmp_path_factory.mktemp("recorded")
-    db = copy_of(built_tpcc_sqlite, folder)
+def record(built: Path, folder: Path, users: str) -> Path:
+    """``folder`` with a copy of the TPC-C database ``built`` (tpcc.db) and a store
+    (results.db) of two runs, on disk A and on disk B, of a step for each of ``users``."""
+    db = copy_of(built, folder)
     for label in ("disk A", "disk B"):
         done = tpsbench("run", "tpcc", "--db", db, "--results", f"sqlite:///{folder / 'results.db'}", "--users",
-                        "1,2,3", "--rampup", "0s", "--duration", "1s", "--interval", "0.5s", "--storage", label,
+                        users, "--rampup", "0s", "--duration", "1s", "--interval", "0.5s", "--storage", label,
                         cwd=folder)
         assert done.returncode == 0, done.stderr
     return folder
+
+
+@pytest.fixture(scope="module")
+def recorded(built_tpcc_sqlite: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two runs of three steps each (:func:`record`), so that report, compare and plan all
+    have something to write."""
+    return record(built_tpcc_sqlite, tmp_path_factory.mktemp("recorded"), "1,2,3")
 
 
 @pytest.fixture

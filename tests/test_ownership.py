@@ -111,7 +111,10 @@ PASSWORD_COMMANDS = [("check", "tpcc"), ("build", "tpcc", "--scale", "1"), ("siz
     # size reads no server, an estimate with no error to show, except where the URL itself is bad
     if command[0] != "size" or "oracle" in url or "abc" in url])
 def test_no_password_is_shown_whatever_went_wrong(tmp_path: Path, url: str, command: tuple[str, ...]) -> None:
-    done = tpsbench(*command, "--db", url, env={"TPSBENCH_RESULTS": f"sqlite:///{tmp_path / 'r.db'}"})
+    """In this process, run and build too: each fails before it would start one (and the
+    test with it, if it started one)."""
+    done = cli_in_process(*command, "--db", url, cwd=tmp_path,
+                          env={"TPSBENCH_RESULTS": f"sqlite:///{tmp_path / 'r.db'}"})
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert SECRET not in done.stdout + done.stderr
     assert len(done.stderr.strip().splitlines()) == 1

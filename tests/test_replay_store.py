@@ -73,6 +73,7 @@ def test_a_replay_is_stored_as_a_run_report_shows(tmp_path: Path, pg_url: str):
 
 
 @pytest.mark.postgresql
+@pytest.mark.slow  # a replay in a process of its own
 def test_ctrl_c_ends_the_stored_replay_interrupted_with_what_was_measured(tmp_path: Path, pg_url: str):
     with psycopg.connect(_plain(pg_url), autocommit=True) as conn:
         conn.execute("CREATE TABLE hits (n int)")

@@ -132,8 +132,12 @@ def silent_server() -> Iterator[SilentServer]:
 DRIVERS = ["postgresql+psycopg", "mysql+pymysql", "mysql+mysqldb"]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-@pytest.mark.parametrize("driver", DRIVERS)
+@pytest.mark.parametrize(("driver", "sig"), [
+    # seconds each (MySQLdb's connect, in C, waits out a timeout): the quick lane sends SIGINT to the
+    # others, and test_cli_errors SIGTERM
+    pytest.param(driver, sig, id=f"{driver}-{sig.name}",
+                 marks=[pytest.mark.slow] if driver == "mysql+mysqldb" or sig == signal.SIGTERM else [])
+    for driver in DRIVERS for sig in (signal.SIGINT, signal.SIGTERM)])
 def test_a_signal_while_connecting_to_a_server_that_never_answers(driver: str, sig: int,
                                                                   silent_server: SilentServer, tmp_path: Path,
                                                                   require, deliverable_sigint: None) -> None:

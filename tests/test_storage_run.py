@@ -23,7 +23,7 @@ STORAGE = '[storage."pool A"]\ndevices = 2\nraid_level = "RAID1"\nrpm = 7200\n'
 
 
 def short(url: str, tmp_path: Path, **overrides: object) -> RunConfig:
-    config = RunConfig("tpcc", url, users=[2], rampup_s=0.5, duration_s=2.0, interval_s=1.0, seed=1,
+    config = RunConfig("tpcc", url, users=[2], rampup_s=0.5, duration_s=1.0, interval_s=0.5, seed=1,
                        results_url=f"sqlite:///{tmp_path / 'results.db'}", options={"think": "off"})
     for key, value in overrides.items():
         setattr(config, key, value)
@@ -47,6 +47,7 @@ def test_a_run_stores_its_described_and_detected_storage_and_reports_its_io(buil
         assert "IOPS" in render([data]) and "MB/s" in render([data])
 
 
+@pytest.mark.slow  # a run: the quick lane runs test_a_run_stores_its_described_and_detected_storage_and_reports_its_io
 def test_a_database_on_tmpfs_has_no_device_and_says_so(built_tpcc_sqlite: Path, tmp_path: Path, require) -> None:
     if os.geteuid() != 0:
         require("root (to mount a tmpfs)", f"running as uid {os.geteuid()}")
@@ -68,6 +69,7 @@ def test_a_remote_database_gets_no_device() -> None:
 
 
 @pytest.mark.postgresql
+@pytest.mark.slow  # a file system made, a database moved and a run: the quick lane runs on SQLite
 def test_a_postgresql_tablespace_on_a_loop_device_is_found_and_its_io_read(tpcc_pg_url: str, tmp_path: Path,
                                                                           require) -> None:
     """The database's tables in a tablespace on ext4 over a loop device: data_paths names the

@@ -8,9 +8,15 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from test_overwrite_refusals import digest, here, recorded, refused, tpsbench  # noqa: F401 - fixtures
+from test_overwrite_refusals import digest, here, record, refused, tpsbench  # noqa: F401 - fixtures
 
 TOO_BIG = str(2**64)
+
+
+@pytest.fixture(scope="module")
+def recorded(built_tpcc_sqlite: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two runs of a step each (:func:`record`): what a store holds is all these readers need."""
+    return record(built_tpcc_sqlite, tmp_path_factory.mktemp("recorded"), "1")
 
 
 @pytest.mark.parametrize(("column", "value", "said"), [

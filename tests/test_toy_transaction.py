@@ -71,7 +71,7 @@ def test_a_toy_transaction_added_by_one_module_and_one_entry_commits(case: tuple
     finally:
         conn.close()
 
-    outcome = run_steps(ctx, workload, [LoadStep(users=2, duration_s=3.0, rampup_s=0.5, interval_s=1.0)],
+    outcome = run_steps(ctx, workload, [LoadStep(users=2, duration_s=1.5, rampup_s=0.5, interval_s=0.5)],
                         live=None)
     step = outcome.steps[0]
     assert not step.problems and step.summary is not None

@@ -96,7 +96,8 @@ class Db:
 @pytest.fixture(scope="module", params=[
     "sqlite",
     pytest.param("postgresql", marks=pytest.mark.postgresql),
-    pytest.param("mysql", marks=pytest.mark.mysql),
+    # a build of its own and seconds a test: the quick lane's MariaDB is test_tpce_transactions'
+    pytest.param("mysql", marks=[pytest.mark.mysql, pytest.mark.slow]),
     pytest.param("mysql-text", marks=[pytest.mark.mysql, pytest.mark.slow]),  # the prepared path's again, as text
 ])
 def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,

@@ -239,6 +239,7 @@ def sqlite_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow  # a build: the quick lane builds TPC-E on SQLite in test_tpce_transactions
 def test_sqlite_build_counts_and_relations(sqlite_built: Path) -> None:
     assert sqlite_built.stat().st_size > 10_000_000  # built and checked by the fixture
 
@@ -251,6 +252,7 @@ def test_server_build_counts_and_relations(url_fixture: str, request: pytest.Fix
     build_and_check(request.getfixturevalue(url_fixture), {"trade_days": "1", "market_days": "30"})
 
 
+@pytest.mark.slow  # checks the checks of this module, on a copy of the build
 def test_relations_catch_a_broken_build(sqlite_built: Path, tmp_path: Path) -> None:
     shutil.copy(sqlite_built, tmp_path / "broken.db")
     url = f"sqlite:///{tmp_path / 'broken.db'}"
@@ -277,6 +279,7 @@ def task_digests(wl: TpceWorkload, scale: int, seed: int, tasks: list[LoadTask])
     return out
 
 
+@pytest.mark.slow  # four processes: the quick lane generates in test_batches_match_schema_and_expected_counts
 def test_same_seed_same_data_with_1_and_4_loaders() -> None:
     """The tasks of a 2-load-unit build, in one process in order and in four processes in
     reverse order (a build's loaders are processes that take its tasks in any order)."""

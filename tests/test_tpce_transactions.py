@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import scratch_database, sql_dialects, unavailable
+from conftest import scratch_database, slow_on, sql_dialects, unavailable
 from test_tpcc_transactions import Db as ProbeDb
 
 from tpsbench.commands.build import build
@@ -80,11 +80,13 @@ def built(backend: str, tmp_path_factory: pytest.TempPathFactory, db_template: C
                     conn.close()
 
 
-@pytest.fixture(scope="module", params=[
-    "sqlite",
-    pytest.param("postgresql", marks=pytest.mark.postgresql),
-    pytest.param("mysql", marks=pytest.mark.mysql),
-])
+#: the backends of the ``db`` fixture, and their marks
+BACKENDS: dict[str, list[pytest.MarkDecorator]] = {
+    "sqlite": [], "postgresql": [pytest.mark.postgresql],
+    "mysql": [pytest.mark.mysql, pytest.mark.slow]}  # a build of its own on MariaDB: the full lane's
+
+
+@pytest.fixture(scope="module", params=[pytest.param(backend, marks=marks) for backend, marks in BACKENDS.items()])
 def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
        db_template: Callable[..., str]) -> Iterator[Db]:
     with built(request.param, tmp_path_factory, db_template) as probe:
@@ -384,6 +386,7 @@ def test_trade_cleanup_cancels_the_orders_runs_left_open(db: Db) -> None:
 
 
 # -- a short run of the engine -------------------------------------------------------------------
+@slow_on("db", BACKENDS, "postgresql")  # a run of seconds: the quick lane runs SQLite's
 def test_a_short_run_realises_the_mix_reconciles_and_passes_the_checks(db: Db, tmp_path: Path) -> None:
     record = run(RunConfig("tpce", db.url, users=[4], rampup_s=1.0, duration_s=6.0, interval_s=3.0, seed=5,
                            results_url=f"sqlite:///{tmp_path}/results.db"), live=None)
@@ -407,6 +410,7 @@ def test_a_short_run_realises_the_mix_reconciles_and_passes_the_checks(db: Db, t
     assert {r.number: r.violations for r in results if r.violations is not None and not r.passed} == {}
 
 
+@slow_on("db", BACKENDS, "postgresql")  # a run: the quick lane runs TPC-C's through ODBC
 def test_a_run_through_odbc_reconciles_and_passes_the_checks(db: Db, tmp_path: Path) -> None:
     """The same transactions through pyodbc (psqlODBC, MariaDB Connector/ODBC), the path
     SQL Server's would take: ``?`` markers, parameters typed by the ODBC driver."""

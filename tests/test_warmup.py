@@ -74,6 +74,7 @@ def test_warmup_on_postgresql_is_stored_apart_from_every_step(pg_url: str, tmp_p
     assert ">warm-up<" in page.read_text(), "the timeline does not name the warm-up"
 
 
+@pytest.mark.slow  # a run in a process of its own
 def test_a_run_without_warmup_has_no_step_0(built_tpcc_sqlite: Path, tmp_path: Path) -> None:
     done = tpsbench(tmp_path, copy_of(built_tpcc_sqlite, tmp_path), "run", "tpcc", "--users", "1", "--rampup", "0s",
                     "--duration", "1s", "--interval", "0.5s")
