@@ -22,6 +22,7 @@ from test_campaign import write_campaign
 from test_signals import EXIT, WITHIN_S, _env, _signal_after, after
 
 from tpsbench.commands.check import check
+from tpsbench.core.errors import TpsbenchError
 from tpsbench.results.store import ResultsStore
 
 #: each test runs commands through to a signal at several moments: seconds each
@@ -99,7 +100,12 @@ def test_a_signal_to_the_whole_group_ends_a_run_as_it_ends_the_run_alone(built_t
         assert lines == [SAID[sig]] or (not lines and said and "interrupted" in said[0]), where + out
         results = folder / "results.db"
         if results.exists():
-            statuses = {r.status for r in ResultsStore(f"sqlite:///{results}", create=False).list_runs()}
+            try:
+                store = ResultsStore(f"sqlite:///{results}", create=False)
+            except TpsbenchError as exc:  # the signal came as the store was made, before a run was in it
+                assert "has no runs yet" in str(exc), where + str(exc)
+                continue
+            statuses = {r.status for r in store.list_runs()}
             assert statuses <= {"interrupted"}, where + str(statuses)
 
 
