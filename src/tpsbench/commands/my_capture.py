@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tpsbench.commands.server_settings import restore
+from tpsbench.commands.server_settings import capture_running, restore
 from tpsbench.core.errors import TpsbenchError, first_line
 from tpsbench.core.target import Target, close_quietly, rows_of
 from tpsbench.workloads.replay.normalise import tokens
@@ -68,8 +68,7 @@ def take_lock(conn: Any) -> None:
     by = f"connection {holder}" if holder else "connection unknown"
     if who:
         by += f", {who[0][0]}@{who[0][1]}"
-    raise TpsbenchError(f"another tpsbench capture is running on this server ({by}): wait for it to end; "
-                        "nothing was changed")
+    raise capture_running(by)
 
 
 def record(target: Target, seconds: float, said: Callable[[str], None]) -> tuple[list[Logged], float, float]:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from tpsbench.commands.server_settings import restore
+from tpsbench.commands.server_settings import capture_running, restore
 from tpsbench.core.errors import TpsbenchError, first_line
 from tpsbench.core.target import Target, close_quietly
 from tpsbench.workloads.replay.pglog import PREFIX
@@ -98,8 +98,7 @@ def take_lock(conn: Any) -> None:
     if row is not None:
         pid, user, address = row
         by = f"pid {pid}" + (f", {user}" if user else "") + (f" from {address}" if address else "")
-    raise TpsbenchError(f"another tpsbench capture is running on this server ({by}): wait for it to end; "
-                        "nothing was changed")
+    raise capture_running(by)
 
 
 def check_access(conn: Any) -> str:

@@ -1,4 +1,5 @@
-"""Server settings a capture changes for its window, put back whatever ends it.
+"""Server settings a capture changes for its window, put back whatever ends it, and the
+refusal when another capture holds the server.
 
 Why one place: a capture changes a server that other people's applications run on; the
 way back must survive Ctrl-C (the restore itself is not cut: signals wait until it is
@@ -43,3 +44,10 @@ def restore(connect: Callable[[], Any], conn: Any, apply: Callable[[Any], None],
 def _closed(conn: Any) -> bool:
     closed = getattr(conn, "closed", False)
     return bool(closed() if callable(closed) else closed)
+
+
+def capture_running(by: str) -> TpsbenchError:
+    """The refusal when another capture holds the server's lock, ``by`` naming its holder:
+    two captures of one server would each restore settings the other still needs."""
+    return TpsbenchError(f"another tpsbench capture is running on this server ({by}): wait for it to end; "
+                         "nothing was changed")
