@@ -9,7 +9,7 @@ Why 1 point holds for steps shorter than the two minutes of the target: every us
 1000-card deck in the captured proportions (each share off by less than a card, 0.1
 point), so a step departs from them only by that and each user's unfinished deck; with
 thousands of statements per step that is well under a tenth of a point, whatever the
-step's length. The two-minute figures come from a hand run (docs/replay.md).
+step's length. The two-minute figures come from bench/replay_sysbench_mix.py.
 """
 
 from __future__ import annotations
