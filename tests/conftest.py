@@ -53,6 +53,9 @@ PG_ADMIN_URL = os.environ.get("TPSBENCH_TEST_PG", "postgresql://postgres@127.0.0
 MYSQL_ADMIN_URL = os.environ.get("TPSBENCH_TEST_MYSQL", "mysql://root@127.0.0.1:3306/")
 SCRATCH_PREFIX = "tpsb_tgt_"
 
+#: tests side by side (``-n``) and the ``alone`` marker: tests/side_by_side.py
+pytest_plugins = ("side_by_side",)
+
 
 def unavailable(what: str, why: object = "") -> NoReturn:
     """Skip the test because ``what`` is missing here, or fail it when running in CI."""

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import unavailable, users_that_fit
+from sqlalchemy.engine import make_url
 
 from tpsbench.core.batch import Batch
 from tpsbench.core.errors import TpsbenchError
@@ -29,8 +30,6 @@ from tpsbench.measure.reports import IntervalReport
 from tpsbench.targets import open_target
 
 ROWS = 100
-PG_DB = "tpsb_engine_test"
-PG_URL = f"postgresql://postgres@127.0.0.1:5432/{PG_DB}"
 
 
 class CounterSession(Session):
@@ -164,15 +163,14 @@ needs_pg = pytest.mark.postgresql
 
 
 @pytest.fixture
-def pg_ctx() -> RunContext:
-    """The counter table on PostgreSQL; skipped, or failed under CI=true, if the server is down."""
-    import psycopg
+def pg_ctx(pg_url: str) -> RunContext:
+    """The counter table in a scratch PostgreSQL database of the test's own."""
+    return make_table(pg_url)
 
-    try:
-        psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=2").close()
-    except psycopg.OperationalError as exc:
-        unavailable("PostgreSQL at 127.0.0.1:5432", exc)
-    return make_table(PG_URL)
+
+def database(ctx: RunContext) -> str:
+    """The name of ``ctx``'s database, as pg_stat_activity shows it."""
+    return str(make_url(ctx.url).database)
 
 
 def pg_admin(sql: str) -> list[tuple]:
@@ -240,6 +238,7 @@ def test_postgres_commits_equal_table_change_and_rampup_is_not_measured(pg_ctx: 
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # most of the server's connections
 @needs_pg
 def test_up_to_fifty_users_run_in_two_worker_processes(pg_ctx: RunContext) -> None:
     during: dict[str, Any] = {}
@@ -247,8 +246,8 @@ def test_up_to_fifty_users_run_in_two_worker_processes(pg_ctx: RunContext) -> No
     def look(report: IntervalReport) -> None:
         if report.steady and "workers" not in during:
             during["workers"] = [p.pid for p in mp.active_children() if p.name.startswith("tpsbench-worker")]
-            during["connections"] = pg_admin("SELECT count(*) FROM pg_stat_activity "
-                                           f"WHERE datname = '{PG_DB}' AND backend_type = 'client backend'")[0][0]
+            during["connections"] = pg_admin(f"SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                                           f"'{database(pg_ctx)}' AND backend_type = 'client backend'")[0][0]
 
     users = users_that_fit(pg_ctx.url, 50, least=2)  # 50 where the server has the room
     outcome = bounded(lambda: run_steps(pg_ctx, CounterWorkload(), [LoadStep(users=users, duration_s=1.0, rampup_s=1.0,
@@ -378,7 +377,7 @@ def test_terminated_backends_reconnect_and_the_step_completes(pg_ctx: RunContext
     def terminate_all(report: IntervalReport) -> None:
         if report.steady and not terminated:
             rows = pg_admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                            f"WHERE datname = '{PG_DB}' AND pid <> pg_backend_pid()"
+                            f"WHERE datname = '{database(pg_ctx)}' AND pid <> pg_backend_pid()"
                             " AND backend_type = 'client backend'")
             terminated.append(len(rows))
 

@@ -71,6 +71,7 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory, built_tpcc_sqlite: Path) 
     return folder, results
 
 
+@pytest.mark.alone  # the device's writes: a neighbour's would count too
 @pytest.mark.slow
 def test_io_per_transaction_is_the_device_delta_over_the_commits_of_the_steady_window(
         two_runs: tuple[Path, str]) -> None:
@@ -153,6 +154,7 @@ def test_compare_warns_until_a_step_was_limited_by_storage(two_runs: tuple[Path,
     assert WARNING not in tpsb(capsys, "report", "1", "2", "--results", results, "--format", "html")[0]
 
 
+@pytest.mark.alone  # the verdict reads the host's CPU: a neighbour's would be other processes'
 @pytest.mark.slow
 def test_a_paced_run_well_below_capacity_is_limited_by_its_rate(tmp_path: Path, built_tpcc_sqlite: Path) -> None:
     from tpsbench.commands.run import RunConfig, run

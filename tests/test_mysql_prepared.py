@@ -189,6 +189,7 @@ def test_a_statement_new_to_the_connection_is_prepared_at_its_send_without_waiti
     assert answer(cur, cur.encode("SELECT %s * 2", (4,))) == [(8,)]
 
 
+@pytest.mark.alone  # lowers the server's max_prepared_stmt_count for a moment
 def test_a_statement_the_server_will_not_prepare_goes_as_text(conn: Any) -> None:
     """Past max_prepared_stmt_count (300 users preparing sysbench's statements on 10 tables
     pass MariaDB's default) a statement goes as text and still answers."""

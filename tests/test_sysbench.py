@@ -620,6 +620,7 @@ def test_engine_qps_split_matches_postgresql_counters(sb_pg: str, multiplex: boo
 
 @pytest.mark.slow
 @pytest.mark.mysql
+@pytest.mark.alone  # the server's global statement counters
 def test_engine_on_mariadb_sends_every_statement_of_the_mix(sb_mysql: str) -> None:
     """oltp_read_write through the engine (users on the workers' shared threads, two
     steps): MariaDB's own statement counters (global Com_*, which only this test moves
