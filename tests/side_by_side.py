@@ -10,8 +10,10 @@ share, held over a test's set-up, call and tear-down (a module's fixtures are ma
 dropped inside some test's); a waiting ``alone`` test goes before the tests that ask after
 it (the turnstile), so it is never starved. Without ``-n`` nothing here waits.
 
-Tests that only exclude one another (two captures of one server) share an ``xdist_group``
-instead (pyproject's ``--dist loadgroup``): one worker runs them one after another.
+Tests that only exclude one another (two captures of one server take the same server-wide
+lock) are marked ``exclusive("name")`` instead: a lock of that name (a file of its own)
+keeps them apart while other tests go on beside them. (xdist's own ``xdist_group`` rewrote
+a test's node id, which pytest 9.2 no longer reads.)
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "alone: runs with no other test beside it when tests run side by side (-n): "
                                        "it reads a server's global counters or the host's CPU or device figures, "
                                        "changes a server-wide setting or wants most of a server's connections")
+    config.addinivalue_line("markers", "exclusive(name): runs with no other test of the same name beside it when "
+                                       "tests run side by side (-n)")
     if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("xdist"):
         config.stash[_folder] = tempfile.mkdtemp(prefix="tpsbench-tests-")
 
@@ -56,10 +60,20 @@ class _Lock:
     """The turnstile and the readers-writer lock, each a file opened once by this worker."""
 
     def __init__(self, folder: Path) -> None:
+        self.folder = folder
         self.turnstile: IO[str] = open(folder / "turnstile", "a")
         self.shared: IO[str] = open(folder / "tests", "a")
+        self.named: dict[str, IO[str]] = {}
+        self.held: list[IO[str]] = []
 
-    def enter(self, alone: bool) -> None:
+    def enter(self, alone: bool, names: list[str]) -> None:
+        """The named locks first, in one order (no two tests wait on each other's), then the
+        readers-writer lock: a test waiting for a name holds nothing an alone test needs."""
+        for name in sorted(set(names)):
+            if name not in self.named:
+                self.named[name] = open(self.folder / f"exclusive-{len(self.named)}-{name.replace('/', '_')}", "a")
+            fcntl.flock(self.named[name], fcntl.LOCK_EX)
+            self.held.append(self.named[name])
         fcntl.flock(self.turnstile, fcntl.LOCK_EX)
         try:
             fcntl.flock(self.shared, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
@@ -68,6 +82,8 @@ class _Lock:
 
     def leave(self) -> None:
         fcntl.flock(self.shared, fcntl.LOCK_UN)
+        while self.held:
+            fcntl.flock(self.held.pop(), fcntl.LOCK_UN)
 
 
 _lock: list[_Lock] = []
@@ -80,7 +96,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
     if not _lock:
         _lock.append(_Lock(Path(folder)))
-    _lock[0].enter(item.get_closest_marker("alone") is not None)
+    _lock[0].enter(item.get_closest_marker("alone") is not None,
+                   [str(mark.args[0]) for mark in item.iter_markers("exclusive")])
     try:
         return (yield)
     finally:

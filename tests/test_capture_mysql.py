@@ -21,8 +21,8 @@ from conftest import scratch_mysql_database, unavailable
 from overlapping_captures import refusal, second_capture
 from sqlalchemy.engine import make_url
 
-#: one capture at a time per server (the capture lock): these run one after another on one worker
-pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.xdist_group("mariadb capture")]
+#: one capture at a time per server (the capture lock)
+pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.exclusive("mariadb capture")]
 
 SYSBENCH = "/usr/bin/sysbench"
 SRC = str(Path(__file__).resolve().parents[1] / "src")

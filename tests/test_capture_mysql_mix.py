@@ -26,8 +26,8 @@ import pytest
 from conftest import scratch_mysql_database, unavailable, users_that_fit
 from test_capture_mysql import SRC, SYSBENCH, capture_sysbench, sysbench
 
-#: one capture at a time per server (the capture lock): these run one after another on one worker
-pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.xdist_group("mariadb capture")]
+#: one capture at a time per server (the capture lock)
+pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.exclusive("mariadb capture")]
 
 KINDS = ("SELECT", "INSERT", "UPDATE", "DELETE")
 

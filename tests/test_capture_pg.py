@@ -29,8 +29,8 @@ from sqlalchemy.engine import make_url
 from tpsbench.commands.pg_capture import take_lock
 from tpsbench.results.store import ResultsStore
 
-#: one capture at a time per server (the capture lock): these run one after another on one worker
-pytestmark = [pytest.mark.slow, pytest.mark.postgresql, pytest.mark.xdist_group("postgresql capture")]
+#: one capture at a time per server (the capture lock)
+pytestmark = [pytest.mark.slow, pytest.mark.postgresql, pytest.mark.exclusive("postgresql capture")]
 
 PGBENCH = "/usr/bin/pgbench"
 #: pgbench's transactions a second (-R), about 2,000 statements a second
