@@ -9,6 +9,7 @@ and sampled per normalised statement; they stop the replay only with ``stop_on_e
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,6 @@ import numpy as np
 from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.target import Target
 from tpsbench.targets import open_target
-from tpsbench.workloads.replay.normalise import normalise
 from tpsbench.workloads.replay.player import SAMPLES, Played, Player
 from tpsbench.workloads.replay.tables import refuse_missing
 from tpsbench.workloads.replay.trace import Trace, read_trace
@@ -109,31 +109,31 @@ def outcome(trace: Trace, played: list[Played], speed: float, start: float, stop
     """Counts and latencies per normalised statement, and the traced and achieved rates:
     statements per second from the first statement's start to the last one's end (a
     replay whose sessions send ahead of their answers is done when the last is answered)."""
-    found: dict[str, StatementOutcome] = {}
+    found = {text: StatementOutcome(text) for text in dict.fromkeys(t for s in trace.shapes() for t in s)}
     starts: list[float] = []
     last = 0.0
-    for p in played:
+    for p, names in zip(played, trace.shapes()):
         starts += p.started
         if p.latency_s and p.latency_s[-1] is not None:  # in order: the session's last answer
             last = max(last, start + p.session.statements[len(p.latency_s) - 1].offset / speed + p.latency_s[-1])
         last = max(last, *p.failed_at.values()) if p.failed_at else last  # a failure ends when its error came
-        for i, st in enumerate(p.session.statements):
-            text = normalise(st.text)[0]
-            shape = found.setdefault(text, StatementOutcome(text))
-            shape.traced += 1
-            if i >= len(p.started):
-                continue
-            shape.replayed += 1
-            if i >= len(p.latency_s) or i in p.in_doubt:  # no answer: stopped first, or its connection lost
-                shape.in_doubt += 1
-                continue
-            latency = p.latency_s[i]
-            if latency is None:
+        sent, answered = len(p.started), len(p.latency_s)
+        for text, n in Counter(names).items():
+            found[text].traced += n
+        for text, n in Counter(names[:sent]).items():
+            found[text].replayed += n
+        for text in names[answered:sent]:  # no answer: stopped first
+            found[text].in_doubt += 1
+        for i, (text, latency) in enumerate(zip(names, p.latency_s)):
+            if latency is not None:
+                found[text].latencies_s.append(latency)
+            elif i in p.in_doubt:  # its connection lost before its answer
+                found[text].in_doubt += 1
+            else:
+                shape = found[text]
                 shape.errors += 1
                 if len(shape.samples) < SAMPLES and p.errors[i] not in shape.samples:
                     shape.samples.append(p.errors[i])
-            else:
-                shape.latencies_s.append(latency)
     offsets = [st.offset for s in trace.sessions for st in s.statements]
     ends = max(st.offset + st.duration_ms / 1000 for s in trace.sessions for st in s.statements)
     traced_span = (ends - min(offsets)) / speed

@@ -33,7 +33,6 @@ from tpsbench.measure.observers import Observers
 from tpsbench.measure.summary import SteadySummary
 from tpsbench.results.schema import STORAGE_LABEL_MOST
 from tpsbench.results.store import ResultsStore
-from tpsbench.workloads.replay.normalise import normalise
 
 #: the workload name a replay is stored under
 WORKLOAD = "replay"
@@ -85,20 +84,20 @@ def replay_stored(path: str, url: str | None, results_url: str | None, *, speed:
     label = storage or (facts.described.name if facts.described else "")
     observers = Observers(default_observers(target, facts.devices))
     store = ResultsStore(results_url)
-    texts = [[normalise(st.text)[0] for st in s.statements] for s in trace.sessions]
+    texts = trace.shapes()
     names = sorted({t for session in texts for t in session})
+    short = {t: txn_name(t) for t in names}
     users = len(trace.sessions)
     duration = max((st.offset for s in trace.sessions for st in s.statements), default=0.0) / speed
     bounds = interval_bounds(0.0, max(duration, MIN_INTERVAL_S), min(interval_s, max(duration, MIN_INTERVAL_S)))
     config: dict[str, Any] = {"trace": os.path.basename(path), "trace_sha256": digest(path), "speed": speed,
                               "stop_on_error": stop_on_error, "interval_s": interval_s, "sessions": users,
-                              "statements": {txn_name(t): t for t in names}, "storage": facts.stored()}
+                              "statements": {short[t]: t for t in names}, "storage": facts.stored()}
     run_id = store.start_run(WORKLOAD, db_url=target.describe(), storage=label, config=config,
                              server=target.server_info())
     status, notes = "failed", None
 
-    live_cut = LiveCut(lambda: player.played, [[txn_name(t) for t in s] for s in texts], speed, bounds, observers,
-                       live)
+    live_cut = LiveCut(lambda: player.played, [[short[t] for t in s] for s in texts], speed, bounds, observers, live)
 
     def began(start: float) -> None:
         wall = time.time() + (start - time.perf_counter())

@@ -46,6 +46,10 @@ def _send_sync() -> Callable[[int], int] | None:
 
 
 SEND_SYNC = _send_sync()
+#: what collect() compares each result's status with, as plain ints (an enum member is looked up)
+PIPELINE_SYNC, FATAL_ERROR, PIPELINE_ABORTED = (int(s) for s in (pq.ExecStatus.PIPELINE_SYNC, pq.ExecStatus.FATAL_ERROR,
+                                                                  pq.ExecStatus.PIPELINE_ABORTED))
+OK = int(pq.ConnStatus.OK)
 
 
 class LibpqCountingCursor(LibpqSend):
@@ -148,15 +152,15 @@ class LibpqCountingCursor(LibpqSend):
         except psycopg.OperationalError:  # the connection is gone: what it had read is still taken below
             pass
         done: list[Exception | None] = []
-        syncs = self.syncs
-        while syncs and not pgconn.is_busy():
-            res = pgconn.get_result()
+        syncs, busy, result = self.syncs, pgconn.is_busy, pgconn.get_result
+        while syncs and not busy():
+            res = result()
             if res is None:
-                if pgconn.status != pq.ConnStatus.OK:
+                if pgconn.status != OK:
                     break
                 continue
             status = res.status
-            if status == pq.ExecStatus.PIPELINE_SYNC:
+            if status == PIPELINE_SYNC:
                 closed, failure = syncs.popleft(), self.failure
                 self.failure = None
                 if closed is not None:  # a prepare's Sync
@@ -167,11 +171,9 @@ class LibpqCountingCursor(LibpqSend):
                 if self.carried is not None:
                     failure, self.carried = self.carried, None
                 done.append(failure)
-            elif status == pq.ExecStatus.FATAL_ERROR or status == pq.ExecStatus.PIPELINE_ABORTED:
+            elif status == FATAL_ERROR or status == PIPELINE_ABORTED:
                 self.failure = self._error(res)  # a later failure (the commit at Sync) is the outcome
-            else:
-                res.clear()
-        if syncs and pgconn.status != pq.ConnStatus.OK:
+        if syncs and pgconn.status != OK:
             done += [IN_DOUBT for closed in syncs if closed is None]
             syncs.clear()
         return done

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 import sqlglot
@@ -68,6 +69,27 @@ def normalise(text: str) -> tuple[str, list[Value]]:
     while shape.endswith(";"):
         shape = shape[:-1].rstrip()
     return shape, values
+
+
+#: a run of digits that starts no word, placeholder or dollar-quote tag: a number's digits
+#: (or a literal's or comment's, which the shape leaves out as well)
+_DIGITS = re.compile(r"(?<![\w$])\d+")
+
+
+def shapes(texts: Iterable[str]) -> list[str]:
+    """Each text's shape (``normalise(text)[0]``), worked out once per skeleton: texts that
+    differ only in their numbers (pgbench's literals) share one. Why: normalising each of a
+    million traced statements costs more client CPU than replaying them. A quoted name may
+    hold digits its shape keeps, so a text with one is looked up whole."""
+    known: dict[str, str] = {}
+    found: list[str] = []
+    for text in texts:
+        key = text if '"' in text or "`" in text else _DIGITS.sub("0", text)
+        shape = known.get(key)
+        if shape is None:
+            shape = known[key] = normalise(text)[0]
+        found.append(shape)
+    return found
 
 
 def tokens(text: str) -> list[str]:

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from tpsbench.core.cursor import IN_DOUBT, PipelineCursor
-from tpsbench.workloads.replay.player import Multiplexed, Played, Player
+from tpsbench.workloads.replay.player import Multiplexed, Played, Player, bound
 
 #: the most statements of one session sent and not yet answered
 DEPTH = 16
@@ -32,50 +32,76 @@ class Pipelined(Multiplexed):
         super().__init__(player, played, cursors)  # type: ignore[arg-type]  # fileno() is what it uses
         self.pipes = cursors
         self.fds = [c.fileno() for c in cursors]  # kept: a lost connection's socket is no longer asked
-        self.encoded = [[self._encode(c, q, p) for q, p in session] for c, session in zip(cursors, self.statements)]
         for cursor in cursors:
             cursor.pipeline()
         self.sent = [0] * len(played)
         self.done = [0] * len(played)
         self.out = [0] * len(played)
         self.queued = [bool(p.session.statements) for p in played]
-        #: the sessions sent to and not yet flushed (a session twice: flushed twice, at no cost)
-        self.unflushed: list[int] = []
+        #: the sessions sent to and not yet flushed
+        self.unflushed: set[int] = set()
 
     @staticmethod
-    def _encode(cursor: PipelineCursor, query: str, params: list[Any]) -> Any:
+    def encode_all(played: list[Played], cursors: list[Any]) -> list[list[Any]]:
         """Encoded ahead (no server involved); what cannot be (a NUL in a text value) is
         kept as its error, which the statement fails with when due."""
-        try:
-            return cursor.pre_encode(query, params)
-        except Exception as exc:  # noqa: BLE001 - failed() counts a driver's error, raises anything else
-            return exc
+        encoded: list[list[Any]] = []
+        for p, cursor in zip(played, cursors):
+            pre = cursor.pre_encode
+            session: list[Any] = []
+            for st in p.session.statements:
+                try:
+                    session.append(pre(st.text) if not st.params else pre(*bound(st)))
+                except Exception as exc:  # noqa: BLE001 - failed() counts a driver's error, raises anything else
+                    session.append(exc)
+            encoded.append(session)
+        return encoded
 
     def send(self, i: int) -> None:
-        k = self.sent[i]
+        """Push session ``i``'s statements that are due, in order, while fewer than
+        :data:`DEPTH` are out: one call for a burst, not a heap entry each."""
         self.queued[i] = False
-        encoded = self.encoded[i][k]
-        cursor = self.pipes[i]
-        self.played[i].started.append(time.perf_counter())
+        k = first = self.sent[i]
+        encoded, due = self.statements[i], self.due[i]
+        last = min(len(due), k + DEPTH - self.out[i])
+        push, started, clock = self.pipes[i].push, self.played[i].started, time.perf_counter
+        started.append(clock())
         try:
-            if isinstance(encoded, Exception):
-                raise encoded
             if not self.watched[i]:
                 self.poll.register(self.fds[i], select.EPOLLIN)
                 self.watched[i] = True
-            cursor.push(encoded)
+            while True:
+                statement = encoded[k]
+                if isinstance(statement, Exception):
+                    raise statement
+                push(statement)
+                k += 1
+                if k == last:
+                    break
+                now = clock()
+                if due[k] > now:
+                    break
+                started.append(now)
         except Exception as exc:  # noqa: BLE001 - failed() counts a driver's error, raises anything else
+            self._pushed(i, k - first)
             self.sent[i] = k + 1
+            with contextlib.suppress(Exception):  # those before it go now: drain() waits for their answers
+                self.pipes[i].flush()
             self.drain(i)  # the answers before it first: a session's outcomes are kept in order
             self.done[i] = k + 1
             self.player.failed(self.played[i], k, exc)
             self.follow(i)
             return
-        self.sent[i] = k + 1
-        self.out[i] += 1
-        self.in_flight += 1
-        self.unflushed.append(i)
+        self._pushed(i, k - first)
         self.follow(i)
+
+    def _pushed(self, i: int, n: int) -> None:
+        """``n`` more of session ``i``'s statements out, to be flushed."""
+        if n:
+            self.sent[i] += n
+            self.out[i] += n
+            self.in_flight += n
+            self.unflushed.add(i)
 
     def handed(self) -> None:
         """Flush each session sent to since the last time: its due statements in one write.

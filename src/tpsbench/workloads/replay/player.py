@@ -9,6 +9,7 @@ due (its scheduled start), as paced runs do: a session that falls behind shows i
 
 from __future__ import annotations
 
+import gc
 import heapq
 import re
 import select
@@ -81,6 +82,7 @@ class Player:
         self.on_start: Callable[[float], None] | None = None
 
     def _begin(self) -> None:
+        gc.freeze()  # the trace and what was made of it, never garbage: collections leave them be (play() thaws them)
         self.start = time.perf_counter() + 0.2
         if self.on_start is not None:
             self.on_start(self.start)
@@ -122,6 +124,7 @@ class Player:
                 raise
             return played
         finally:
+            gc.unfreeze()
             for conn in connections:
                 try:
                     conn.close()
@@ -186,7 +189,8 @@ class Multiplexed:
         self.player = player
         self.played = played
         self.cursors = cursors
-        self.statements = [[bound(st) for st in p.session.statements] for p in played]
+        self.statements = self.encode_all(played, cursors)
+        self.offsets = [[st.offset / player.speed for st in p.session.statements] for p in played]
         self.due: list[list[float]] = []
         self.next = [0] * len(played)
         self.waiting: list[tuple[float, int]] = []
@@ -196,10 +200,15 @@ class Multiplexed:
         self.busy = [False] * len(cursors)
         self.in_flight = 0
 
+    @staticmethod
+    def encode_all(played: list[Played], cursors: list[Any]) -> list[list[Any]]:
+        """Every session's statements as :meth:`send` takes them, made before the start."""
+        return [[bound(st) for st in p.session.statements] for p in played]
+
     def schedule(self) -> None:
         """Each statement's due time from the player's start, and each session's first queued."""
-        player = self.player
-        self.due = [[player.start + st.offset / player.speed for st in p.session.statements] for p in self.played]
+        start = self.player.start
+        self.due = [[start + offset for offset in offsets] for offsets in self.offsets]
         self.waiting[:] = [(d[0], i) for i, d in enumerate(self.due) if d]
         heapq.heapify(self.waiting)
 

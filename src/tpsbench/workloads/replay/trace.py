@@ -11,6 +11,7 @@ docs/replay.md describes the format.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 from dataclasses import dataclass, field
@@ -18,15 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from tpsbench.core.errors import TpsbenchError
-from tpsbench.workloads.replay.normalise import Value, mask_secrets, transaction_control
+from tpsbench.workloads.replay.normalise import Value, mask_secrets, shapes, transaction_control
 
 FORMAT = "tpsbench-trace"
 VERSION = 1
 
 
-@dataclass
+@dataclass(slots=True)
 class Statement:
-    """One statement as the source ran it."""
+    """One statement as the source ran it (slots: a trace holds millions)."""
 
     offset: float
     duration_ms: float
@@ -52,10 +53,22 @@ class Trace:
     window_s: float
     sessions: list[TraceSession]
     summary: dict[str, Any] = field(default_factory=dict)
+    _shapes: list[list[str]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def statements(self) -> int:
         return sum(len(s.statements) for s in self.sessions)
+
+    def shapes(self) -> list[list[str]]:
+        """Each session's statements' shapes (normalise.shapes), worked out on the first
+        call only: a replay's intervals and its outcome both group by them."""
+        if self._shapes is None:
+            flat = shapes(st.text for s in self.sessions for st in s.statements)
+            self._shapes, at = [], 0
+            for s in self.sessions:
+                self._shapes.append(flat[at:at + len(s.statements)])
+                at += len(s.statements)
+        return self._shapes
 
 
 def whole_transactions(statements: list[Statement]) -> tuple[list[Statement], int]:
@@ -104,6 +117,16 @@ def read_trace(path: Path) -> Trace:
     format, or truncated (no end line, or fewer sessions or statements than it counts)."""
     if not path.is_file():
         raise TpsbenchError(f"no trace file {path}")
+    collecting = gc.isenabled()
+    gc.disable()  # a million statements read make no garbage, but would set off collections that visit them all
+    try:
+        return _read(path)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read(path: Path) -> Trace:
     with path.open(encoding="utf-8", errors="replace") as lines:
         first = lines.readline()
         if not first.strip():
