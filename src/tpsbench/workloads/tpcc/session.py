@@ -102,7 +102,7 @@ class TpccSession(MixSession):
             raise TpsbenchError(f"TPC-C option warehouses={mode!r}: use one of {', '.join(WAREHOUSE_MODES)}")
         self.all_warehouses = mode == "all"
         #: the statement path (--client): one of the target's, or "dbapi"
-        self.client = target.client_path(ctx.options.get("client", "fast"))
+        self.client = target.client_path(ctx.options.get("client", "fast"), self.waits)
         self.home_w = user_id % ctx.scale + 1
         self.home_d = (user_id // ctx.scale) % DISTRICTS_PER_WAREHOUSE + 1
         load = {name.removeprefix("const_"): int(value) for name, value in ctx.constants.items()}
