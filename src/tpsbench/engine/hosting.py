@@ -25,15 +25,18 @@ from tpsbench.engine.hosted import Hosted
 from tpsbench.engine.multiplex import Multiplexer
 from tpsbench.engine.users import UserStep, VirtualUser, ended, guarded
 
-#: the most threads connecting a worker's users at once: enough that slow connects do not
-#: hold up the next users' ramp-up slots, few enough to cost nothing beside the users
+#: threads a worker starts to connect its users, and the most it grows to while users are
+#: overdue (a server slow to accept): enough that slow connects do not hold up the next
+#: users' ramp-up slots, few enough to cost nothing beside the users
 CONNECT_THREADS = 16
+CONNECT_THREADS_MAX = 64
 
 
 class Connector:
     """A few threads that run jobs at their time (monotonic), earliest first; once ``stop``
-    is set, whatever is left at once. A thread ends when no job is left (after the
-    ramp-up only reconnects start one again)."""
+    is set, whatever is left at once. One more starts while jobs are overdue and no
+    thread is free, up to CONNECT_THREADS_MAX; a thread ends when no job is left (after
+    the ramp-up only reconnects start one again)."""
 
     def __init__(self, stop: threading.Event) -> None:
         self.stop = stop
@@ -50,10 +53,14 @@ class Connector:
         with self.cond:
             heapq.heappush(self.jobs, (at, next(self.order), job))
             if self.idle == 0 and self.threads < CONNECT_THREADS:
-                self.threads += 1
-                threading.Thread(target=self.serve, name="connecting", daemon=True).start()
+                self.another()
             elif self.jobs[0][2] is job:  # earlier than the one the timing thread waits for
                 self.cond.notify_all()
+
+    def another(self) -> None:
+        """Start one more thread (``cond`` held)."""
+        self.threads += 1
+        threading.Thread(target=self.serve, name="connecting", daemon=True).start()
 
     def wake(self) -> None:
         """Have the threads look at ``stop`` now (call after setting it)."""
@@ -71,6 +78,9 @@ class Connector:
                     wait = jobs[0][0] - time.monotonic()
                     if wait <= 0 or self.stop.is_set():
                         job = heapq.heappop(jobs)[2]
+                        if jobs and jobs[0][0] <= time.monotonic() and not self.idle \
+                                and self.threads < CONNECT_THREADS_MAX and not self.stop.is_set():
+                            self.another()  # behind: the next is due already and no thread is free
                         cond.notify()  # another thread times the next job
                         break
                     self.idle += 1
