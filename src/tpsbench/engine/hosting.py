@@ -81,7 +81,10 @@ class Connector:
                         if jobs and jobs[0][0] <= time.monotonic() and not self.idle \
                                 and self.threads < CONNECT_THREADS_MAX and not self.stop.is_set():
                             self.another()  # behind: the next is due already and no thread is free
-                        cond.notify()  # another thread times the next job
+                        if jobs:
+                            cond.notify()  # another thread times the next job
+                        else:
+                            cond.notify_all()  # none left: the others end
                         break
                     self.idle += 1
                     if self.timing:
