@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -93,7 +94,9 @@ def mariadb(args: argparse.Namespace) -> Iterator[tuple[str, set[int]]]:
         rebuild("mariadb", args.mysql_url, args.warehouses)
         yield args.mysql_url, set()
         return
-    files = 2 * args.users + 2000
+    # a process cannot raise its open files past the hard limit (a container's): at most that
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    files = 2 * args.users + 2000 if hard == resource.RLIM_INFINITY else min(2 * args.users + 2000, hard)
     options = ("--thread-handling=pool-of-threads", f"--max-connections={args.users + 200}",
                f"--open-files-limit={files}", "--innodb-buffer-pool-size=1G", "--innodb-flush-log-at-trx-commit=2")
     with private_server("mysql", files=files, args=options) as server:

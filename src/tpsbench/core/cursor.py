@@ -29,7 +29,9 @@ Statement = tuple[str, Sequence[Any]]
 #: text statements, or the driver's DB-API cursor (Target.client_path)
 CLIENT_CHOICES = ("fast", "prepared", "text", "dbapi")
 CLIENT_HELP = ("'fast': the target's own statement path below DB-API, the one that costs the server least"
-               " (prepared statements on PostgreSQL, and on MySQL/MariaDB where libmariadb is at hand, else text);"
+               " (prepared statements on PostgreSQL, and on MySQL/MariaDB where libmariadb is at hand, else text;"
+               " on MySQL/MariaDB text for TPC-C users with keying or think times, whose prepared statements would"
+               " hold client memory per connection);"
                " 'prepared': statements prepared once per connection and executed with bound values"
                " (binary protocol on MySQL/MariaDB, as sysbench sends them); 'text': values rendered into the"
                " statement, which the server parses each time (MySQL/MariaDB); 'dbapi': the driver's DB-API"

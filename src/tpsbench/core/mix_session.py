@@ -34,7 +34,9 @@ of the deck, ``inputs``, ``call`` and ``answered`` each one lookup of the entry'
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import random
 from collections.abc import Callable, Collection, Generator, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -65,8 +67,6 @@ class MixSession(Session):
         self.spec_keying, self.spec_think = self.keying_delay.kind == "spec", self.think_delay.kind == "spec"
         self._keying = {t.name: t.keying_s for t in entries}
         self._think = {t.name: (t.think_s, t.think_cap * t.think_s) for t in entries}
-        #: the stream the rules' think times are drawn from (a subclass may keep its own)
-        self.spec_rng = self.wait_rng
         #: the cursor the entries run on, and how a ``run`` transaction ends (use_cursor)
         self.cur: Any = None
         self.commit_transaction: Callable[[], None] = conn.commit
@@ -77,6 +77,12 @@ class MixSession(Session):
         self._output: object = None
         self._pending: tuple[Callable[[Sequence[Any], Any], object], Sequence[Any], object] | None = None
         self.use_calls(())
+
+    @functools.cached_property
+    def spec_rng(self) -> random.Random:
+        """The stream the rules' think times are drawn from: ``wait_rng``, made on first use
+        (a subclass may set its own instead)."""
+        return self.wait_rng
 
     # -- set-up (a subclass's __init__ and rebind) --------------------------------------
     def deal(self, shuffle: Shuffle, cards: Mapping[str, int] | None = None) -> None:

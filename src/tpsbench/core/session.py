@@ -18,6 +18,7 @@ transactions as it runs a user's.
 
 from __future__ import annotations
 
+import functools
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Mapping
@@ -61,7 +62,15 @@ class Session(ABC):
         waits = waits_of(ctx.options)
         #: --keying and --think (tpsbench.core.delays), drawn from the user's own stream
         self.keying_delay, self.think_delay = waits.keying, waits.think
-        self.wait_rng = random.Random(f"{ctx.seed}:{user_id}:waits")
+        #: whether the user waits between its transactions (keying or think times): then it
+        #: runs one every few seconds, not one after the other
+        self.waits = waits.around
+
+    @functools.cached_property
+    def wait_rng(self) -> random.Random:
+        """The user's stream of --keying and --think draws, made on first use: a
+        workload that draws its rules' waits from a stream of its own never keeps it."""
+        return random.Random(f"{self.ctx.seed}:{self.user_id}:waits")
 
     @abstractmethod
     def next_transaction(self) -> str:

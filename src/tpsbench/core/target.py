@@ -288,23 +288,23 @@ class Target:
     def set_autocommit(self, conn: Any) -> None:
         """Put a connection in autocommit mode: no driver-made BEGIN, no COMMIT round trip.
 
-        For sessions whose every statement is a transaction of its own, or that send
-        BEGIN and COMMIT themselves. The DB-API way (pyodbc) by default; targets whose
-        driver spells it otherwise override this.
+        For sessions whose every statement is a transaction of its own, or that send BEGIN
+        and COMMIT themselves. The DB-API way (pyodbc); a driver that spells it otherwise overrides this.
         """
         conn.autocommit = True
 
-    def client_paths(self) -> tuple[str, ...]:
+    def client_paths(self, waits: bool = False) -> tuple[str, ...]:
         """The statement paths this target has below DB-API for ``--client``, the default
         first: "prepared" (statements prepared once per connection, executed with bound
         values) and "text" (values rendered into the statement, parsed by the server each
-        time); empty where the driver's cursor is the only path."""
+        time); empty where the driver's cursor is the only path. ``waits``: for users that
+        wait between transactions (keying or think times), thousands of them mostly idle."""
         return ()
 
-    def client_path(self, choice: str) -> str:
-        """The path ``--client choice`` means here: "fast" is the target's default (else
-        "dbapi"); a path the target lacks is a one-line error that names the ones it has."""
-        paths = self.client_paths()
+    def client_path(self, choice: str, waits: bool = False) -> str:
+        """The path ``--client choice`` means here (for users that ``waits`` or not): "fast" is the
+        target's default, else "dbapi"; a path the target lacks is a one-line error naming the ones it has."""
+        paths = self.client_paths(waits)
         if choice == "fast":
             return paths[0] if paths else "dbapi"
         if choice == "dbapi" or choice in paths:

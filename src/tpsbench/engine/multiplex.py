@@ -17,11 +17,13 @@ mysqlclient). Each user is still one connection with one statement at a time, th
 inputs, statements, retries and think times as on a thread of its own; only the waiting is
 shared.
 
-The user's own thread stays the owner of its connection: it waits for its ramp-up
-slot, connects and opens the session as always, then hands the user over with
-:meth:`Multiplexer.host` and sleeps until the user comes back, either because the step
-stopped or because the connection was lost (the thread then reconnects with back-off
-and hands the user over again). So connecting, which blocks, never stalls the others.
+Connecting, which blocks, is done elsewhere, so that it never stalls the others: the
+worker's few connecting threads (tpsbench.engine.hosting) connect a user at its ramp-up
+slot, open its session and hand it over with :meth:`Multiplexer.adopt`, which calls back
+when the user comes back, either because the step stopped or because the connection was
+lost (then they reconnect it with back-off and hand it over again). A hosted user keeps
+no thread of its own while it sleeps. :meth:`Multiplexer.host` is the same for a caller
+that waits on a thread of its own.
 
 Latency is timed from the end of the keying time (else just before the first statement
 is sent) to the last result read, as on the threaded path: a late wake-up or a result
@@ -38,55 +40,25 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Generator
-from typing import Any
+from collections.abc import Callable
 
 from tpsbench.core.cursor import SendingCursor, Statement
 from tpsbench.core.errors import first_line
 from tpsbench.core.session import Session
 from tpsbench.core.target import Target
+from tpsbench.engine.hosted import Hosted, hand_back
 from tpsbench.engine.users import triage
 from tpsbench.measure.recorder import IntervalRecorder
 from tpsbench.measure.waits import LAG
 
 #: how long join() waits for the shared thread to end once it gave up on answers still out
 GIVE_UP_WAIT_S = 2.0
-#: how often a hosted user's own thread looks whether the step is over (Multiplexer.host)
+#: how often a thread waiting in Multiplexer.host looks whether the step is over
 HOSTED_CHECK_S = 10.0
-#: transactions a user draws at once, each begun and its first statement encoded (Multiplexer.draw_ahead)
+#: transactions a user draws at once, each begun and its first statement encoded (Multiplexer.draw_ahead);
+#: with think times one: a user then waits some 20 s between transactions, and what it drew ahead
+#: would only sit in memory (the caches it was drawn for are cold by then anyway)
 DRAW_AHEAD = 16
-
-
-class Hosted:
-    """One user while the shared thread runs it: its session and transaction in flight."""
-
-    __slots__ = ("session", "cur", "fd", "armed", "done", "lost", "name", "inputs", "ahead", "steps", "encoded",
-                 "retries", "t0", "due")
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        self.cur: Any = session.transaction_cursor
-        self.fd = -1
-        #: whether epoll watches the socket (it stops watching one that spoke out of turn)
-        self.armed = False
-        self.done = threading.Event()
-        #: why the user came back before the step's end: its connection's error
-        self.lost: BaseException | None = None
-        self.name = ""
-        self.inputs: object = None
-        #: the next transactions, drawn DRAW_AHEAD at a time (draw_ahead): name, inputs, the
-        #: transaction begun (None for a one-statement session) and its first statement
-        #: encoded (None: begin it in turn)
-        self.ahead: deque[tuple[str, object, Generator[Statement, None, bool] | None, Any]] = deque()
-        #: the transaction at hand (Session.transaction), resumed statement by statement;
-        #: before begin(), as drawn ahead, with its first statement ``encoded``. None for
-        #: a session whose transactions are one statement each (Session.one_statement):
-        #: its call() and answered() take the generator's place
-        self.steps: Generator[Statement, None, bool] | None = None
-        self.encoded: Any = None
-        self.retries = 0
-        self.t0 = 0
-        self.due = 0  # when the wait at hand ends by its draw (perf_counter ns; 0: no keying time)
 
 
 class Multiplexer:
@@ -129,6 +101,8 @@ class Multiplexer:
         #: what follows a transaction: its think time, or with think times off the next
         #: transaction at once (a call fewer per transaction)
         self.after_transaction = self.finished if think else self.next_transaction
+        #: transactions a user draws at once (draw_ahead)
+        self.draw_count = 1 if think else DRAW_AHEAD
 
     def start(self) -> None:
         self.thread.start()
@@ -153,23 +127,37 @@ class Multiplexer:
         sends without waiting (a SendingCursor)."""
         return isinstance(session.transaction_cursor, SendingCursor)
 
-    def host(self, session: Session) -> str | None:
-        """Run ``session``'s transactions on the shared thread until the step ends (None)
-        or its connection is lost: then the name of the transaction it was lost in (the
-        reconnect is counted already; the caller reconnects and hosts the user again)."""
-        slot = Hosted(session)
+    def adopt(self, session: Session, back: Callable[[Hosted], None]) -> Hosted:
+        """Run ``session``'s transactions on the shared thread until the step ends or its
+        connection is lost, then call ``back`` with its slot, once: ``slot.lost`` is then
+        the connection's error and ``slot.name`` the transaction it was lost in (the
+        reconnect is counted already), else None; ``failure`` says whether the shared
+        thread ended on a session's bug. ``back`` runs on the shared thread, or on the
+        caller's when the shared thread has ended already: it must not block."""
+        slot = Hosted(session, back)
         self.inbox.append(slot)
-        if self.ended:  # it ended, its inbox emptied, before it could see this user
-            slot.done.set()
+        if self.ended:  # it ended before it could see this user: whichever takes it from the inbox hands it back
+            with contextlib.suppress(ValueError):
+                self.inbox.remove(slot)
+                hand_back(slot)
         self.wake()
+        return slot
+
+    def host(self, session: Session) -> str | None:
+        """:meth:`adopt` for a caller that waits on a thread of its own: None at the step's
+        end, or the name of the transaction the connection was lost in (the caller
+        reconnects and hosts the user again)."""
+        done = threading.Event()
+        slot = self.adopt(session, lambda _: done.set())
         # seldom (a thread that woke often would take the GIL from the shared one as often):
         # for a shared thread not woken at the stop
-        while not slot.done.wait(HOSTED_CHECK_S) and self.thread.is_alive():
+        while not done.wait(HOSTED_CHECK_S) and self.thread.is_alive():
             if self.stop.is_set():
                 self.wake()
         if self.failure is not None:
             raise RuntimeError(f"the shared thread ended: {self.failure}")
         return slot.name if slot.lost is not None else None
+
 
     # -- the shared thread ------------------------------------------------------------
     def serve(self) -> None:
@@ -215,12 +203,12 @@ class Multiplexer:
             for slot in list(self.hosted.values()):
                 self.release(slot)
             while self.inbox:
-                self.inbox.popleft().done.set()
+                hand_back(self.inbox.popleft())
             self.poller.close()
 
     def admit(self, slot: Hosted) -> None:
         if self.stopping:
-            slot.done.set()
+            hand_back(slot)
             return
         try:
             slot.fd = slot.cur.fileno()
@@ -230,7 +218,7 @@ class Multiplexer:
         except Exception as exc:  # noqa: BLE001 - a connection that died while it was handed over
             slot.name, slot.lost = self.rec.names[0], exc  # counted as the threaded path does
             self.rec.add(slot.name, "reconnects")
-            slot.done.set()
+            hand_back(slot)
             return
         self.next_transaction(slot)
 
@@ -250,9 +238,8 @@ class Multiplexer:
                 return
         self.begin(slot)
 
-    @staticmethod
-    def draw_ahead(slot: Hosted) -> None:
-        """Draw the user's next DRAW_AHEAD transactions in one go, each as far as the bytes
+    def draw_ahead(self, slot: Hosted) -> None:
+        """Draw the user's next ``draw_count`` transactions in one go, each as far as the bytes
         of its first statement: its name, its inputs (in the order one at a time draws
         them: the same values), the transaction begun and that statement encoded.
 
@@ -263,7 +250,7 @@ class Multiplexer:
         turn, where its error counts. A reconnect brings a new hosting, with a new queue."""
         session, ahead, encode = slot.session, slot.ahead, slot.cur.encode
         one = session.one_statement
-        for _ in range(DRAW_AHEAD):
+        for _ in range(self.draw_count):
             name = session.next_transaction()
             inputs = session.inputs(name)
             steps = None if one else session.transaction(name, inputs)
@@ -396,4 +383,5 @@ class Multiplexer:
             del self.hosted[slot.fd]
         with contextlib.suppress(OSError, ValueError):  # a closed socket has left epoll already
             self.poller.unregister(slot.fd)
-        slot.done.set()
+        hand_back(slot)
+

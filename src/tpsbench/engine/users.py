@@ -2,11 +2,13 @@
 
 A user's connection outlives steps (a step at least as large as the last keeps it); its
 session and thread belong to one step. The thread waits for the user's ramp-up slot,
-connects with back-off, opens the session and runs it: on the worker's shared thread
-where the session sends statement by statement on a cursor that can send without
-waiting (tpsbench.engine.multiplex), else here (:meth:`VirtualUser.hot_loop`), which
-times exactly ``execute()``. Background components (tpsbench.core.session.Background)
-run as users too, on their own threads.
+connects with back-off, opens the session and runs it here (:meth:`VirtualUser.hot_loop`),
+which times exactly ``execute()``. In a multiplexed step the worker's few connecting
+threads connect and open it instead (tpsbench.engine.hosting), and where the session sends
+statement by statement on a cursor that can send without waiting it runs on the worker's
+shared thread (tpsbench.engine.multiplex), with no thread of its own; else on a thread of
+its own here. Background components (tpsbench.core.session.Background) run as users too,
+on their own threads.
 
 What happens to a failed attempt is decided in one place, :func:`triage`, for both ways
 of running users, so that they count failures alike. The two ways remain two loops over
@@ -25,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tpsbench.core.errors import TpsbenchError, first_line
 from tpsbench.core.session import Session
@@ -33,9 +35,6 @@ from tpsbench.core.target import Target, close_quietly
 from tpsbench.engine.pacing import LAG, SERVICE, Schedule
 from tpsbench.measure.recorder import IntervalRecorder
 from tpsbench.measure.waits import LAG as LATE
-
-if TYPE_CHECKING:
-    from tpsbench.engine.multiplex import Multiplexer
 
 #: attempts of one transaction after the first on a retryable error (deadlock, serialization)
 MAX_RETRIES = 10
@@ -70,6 +69,20 @@ def triage(target: Target, rec: IntervalRecorder, name: str, exc: BaseException,
     return "error"
 
 
+
+def ended(who: str, exc: BaseException) -> str:
+    """The step's problem line for user ``who`` ended early by ``exc``."""
+    kind = "" if isinstance(exc, TpsbenchError) else f"{type(exc).__name__}: "
+    return f"{who} ended: {kind}{first_line(exc)}"
+
+
+def guarded(run: Callable[[], None], who: str, problems: list[str]) -> None:
+    """A user's thread: whatever ends it early is a problem of the step, not of the worker."""
+    try:
+        run()
+    except Exception as exc:  # noqa: BLE001 - a session bug ends this user, not the worker
+        problems.append(ended(who, exc))
+
 @dataclass(frozen=True, slots=True)
 class UserStep:
     """What one user's thread needs for one step, handed from the worker to the user in one
@@ -83,8 +96,6 @@ class UserStep:
     stop: threading.Event
     #: whether the spec's keying and think times are waited
     think: bool = False
-    #: the worker's shared thread, for a session that allows it (tpsbench.engine.multiplex; None: this thread)
-    mux: Multiplexer | None = None
     #: a paced step's arrivals (tpsbench.engine.pacing; None: a closed loop)
     schedule: Schedule | None = None
 
@@ -98,7 +109,6 @@ class VirtualUser:
         self.recorder = recorder
         self.conn: Any = None
         self.thread: threading.Thread | None = None
-        self.rng = random.Random(user_id)
         #: this step's session once open; ``counted``: its statement counts already reported
         #: (both reset by the worker between steps, when no user thread runs)
         self.session: Session | None = None
@@ -138,6 +148,7 @@ class VirtualUser:
     def connect(self, stop: threading.Event, name: str) -> bool:
         """Connect with exponential back-off until it works or the step ends."""
         wait = BACKOFF_FIRST_S
+        jitter: random.Random | None = None  # made on a first failure: not kept by every user
         while not stop.is_set():
             try:
                 self.conn = self.target.connect()
@@ -146,22 +157,30 @@ class VirtualUser:
                 # counted against ``name``: the recorder knows transactions only
                 self.recorder.add(name, "errors")
                 self.recorder.error(name, f"connect: {first_line(exc)}")
-            if stop.wait(wait * (0.5 + self.rng.random())):
+            jitter = jitter or random.Random(self.user_id)
+            if stop.wait(wait * (0.5 + jitter.random())):
                 break
             wait = min(wait * 2, BACKOFF_MAX_S)
         return False
 
     def run(self, step: UserStep) -> None:
-        """The user: wait for its ramp-up slot, connect, open its session, loop until the
-        step stops (paced by its schedule in a paced step)."""
+        """The user on a thread of its own: wait for its ramp-up slot, connect, open its
+        session, loop until the step stops (paced by its schedule in a paced step)."""
+        delay = step.start_mono - time.monotonic()
+        if delay > 0 and step.stop.wait(delay):
+            return
+        session = self.open(step)
+        if session is not None:
+            self.loop(session, step)
+
+    def open(self, step: UserStep) -> Session | None:
+        """Connect (with back-off) and open the user's session for the step; None when the
+        step ended first. A session that cannot be opened but for a lost connection raises."""
         first = self.recorder.names[0]
         stop = step.stop
-        delay = step.start_mono - time.monotonic()
-        if delay > 0 and stop.wait(delay):
-            return
         while not stop.is_set():
             if self.conn is None and not self.connect(stop, first):
-                return
+                return None
             try:
                 session = step.open_session(conn=self.conn, target=self.target)
             except Exception as exc:  # counted below
@@ -177,8 +196,8 @@ class VirtualUser:
                 stop.wait(BACKOFF_FIRST_S)
                 continue
             self.session = session
-            self.loop(session, step)
-            return
+            return session
+        return None
 
     def reconnect(self, session: Session, stop: threading.Event, name: str) -> bool:
         """After a disconnect: a new connection with back-off, and the session rebound to it."""
@@ -197,19 +216,11 @@ class VirtualUser:
                 return False
 
     def loop(self, session: Session, step: UserStep) -> None:
-        """Until the step stops: paced by its schedule (paced_loop); on the worker's shared
-        thread where the session allows it (tpsbench.engine.multiplex), reconnecting here
-        whenever its connection is lost; else on this thread (hot_loop)."""
-        stop, mux = step.stop, step.mux
+        """Until the step stops, on this thread: paced by its schedule (paced_loop), else hot_loop."""
         if step.schedule is not None:
-            self.paced_loop(session, stop, step.schedule)
+            self.paced_loop(session, step.stop, step.schedule)
             return
-        if mux is None or not mux.can_host(session):
-            self.hot_loop(session, stop, step.think)
-            return
-        while (lost_in := mux.host(session)) is not None:
-            if not self.reconnect(session, stop, lost_in):
-                return
+        self.hot_loop(session, step.stop, step.think)
 
     def hot_loop(self, session: Session, stop: threading.Event, think: bool) -> None:
         """Hot path: nothing here allocates beyond the session's own work and one record()."""

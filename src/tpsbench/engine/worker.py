@@ -9,9 +9,10 @@ release the GIL while waiting on the server, so a few hundred mostly waiting use
 process cost little; CPU-bound work is spread by running one process per core. Users
 whose sessions send statement by statement on libpq or mysqlclient run on the worker's
 shared thread instead, one epoll loop for all of them (tpsbench.engine.multiplex), which
-costs less CPU again (bench/results/engine_tpcc.txt); their own threads only connect, and
-reconnect, for them. The workload's background components (TPC-C's deferred Delivery)
-run beside them for the whole step, as users of their own.
+costs less CPU again (bench/results/engine_tpcc.txt), with no thread of their own: a few
+connecting threads connect and reconnect them (tpsbench.engine.hosting). The workload's
+background components (TPC-C's deferred Delivery) run beside them for the whole step, as
+users of their own.
 
 The worker talks to the coordinator only through its :class:`~tpsbench.engine.transport.WorkerLink`,
 in the messages of tpsbench.engine.protocol: :class:`WorkerStep` or :class:`Stop` in;
@@ -35,11 +36,12 @@ import time
 from pathlib import Path
 
 from tpsbench.core.delays import waits_of
-from tpsbench.core.errors import TpsbenchError, first_line
+from tpsbench.core.errors import first_line
 from tpsbench.core.session import Background, RunContext
 from tpsbench.core.signals import ignore_here
 from tpsbench.core.workload import Workload
 from tpsbench.engine.descriptors import raise_soft_limit
+from tpsbench.engine.hosting import Hosting
 from tpsbench.engine.multiplex import Multiplexer
 from tpsbench.engine.pacing import TIMINGS, Schedule
 from tpsbench.engine.protocol import (
@@ -52,7 +54,7 @@ from tpsbench.engine.protocol import (
     interval_bounds,
 )
 from tpsbench.engine.transport import WorkerLink
-from tpsbench.engine.users import UserStep, VirtualUser
+from tpsbench.engine.users import UserStep, VirtualUser, guarded
 from tpsbench.measure.recorder import IntervalRecorder
 from tpsbench.targets import open_target
 
@@ -122,7 +124,7 @@ class Worker:
             if uid not in self.users:
                 self.users[uid] = VirtualUser(uid, self.target, self.recorder)
         for user in self.users.values():
-            user.session, user.counted = None, {}
+            user.session, user.counted, user.thread = None, {}, None
             user.trace = [] if plan.trace_dir else None
         self.last_users_in_step = plan.users_in_step
 
@@ -135,6 +137,7 @@ class Worker:
         self.schedules, self.arrived = self.pace(plan, start_mono), 0
         paced = bool(self.schedules)
         mux = Multiplexer(self.target, self.recorder, stop, plan.think) if plan.multiplex and not paced else None
+        hosting = Hosting(mux, stop, problems) if mux is not None else None
         if mux is not None:
             mux.start()
         # before the users open their sessions, which may hand work to them
@@ -146,9 +149,11 @@ class Worker:
             # user ids are 0..users_in_step-1: the ramp-up stagger is global
             slot = start_mono + plan.rampup_s * uid / max(plan.users_in_step, 1)
             opener = functools.partial(self.workload.open_session, self.ctx, uid, plan.users_in_step)
-            step = UserStep(opener, start_mono=slot, stop=stop, think=plan.think, mux=mux,
-                            schedule=self.schedules.get(uid))
-            self.start(user, f"user {uid}", step, problems)
+            step = UserStep(opener, start_mono=slot, stop=stop, think=plan.think, schedule=self.schedules.get(uid))
+            if hosting is not None:
+                hosting.start(user, f"user {uid}", step)
+            else:
+                self.start(user, f"user {uid}", step, problems)
         bounds = interval_bounds(plan.rampup_s, plan.duration_s, plan.interval_s)
         number = 0
         for number, (begin, end, steady) in enumerate(bounds):
@@ -161,10 +166,11 @@ class Worker:
         stop.set()
         for component, _ in self.background:
             component.stop()
-        if mux is not None:
+        if mux is not None and hosting is not None:
             mux.wake()
+            hosting.wake()
         deadline = cut + (1.0 if self.stopped else STOP_GRACE_S)
-        self.join_all(plan, cut, deadline, problems)
+        self.join_all(plan, cut, deadline, problems, hosting.wait(deadline) if hosting is not None else set())
         if mux is not None:
             mux.join(max(0.0, deadline - time.monotonic()))
             if mux.in_doubt:
@@ -229,17 +235,20 @@ class Worker:
 
     def start(self, user: VirtualUser, who: str, step: UserStep, problems: list[str]) -> None:
         """``user``'s thread for this step, named ``who``; what ends it is one of ``problems``."""
-        user.thread = threading.Thread(target=self.guarded, args=(user, who, step, problems), name=who, daemon=True)
+        user.thread = threading.Thread(target=guarded, args=(functools.partial(user.run, step), who, problems),
+                                       name=who, daemon=True)
         user.thread.start()
 
-    def join_all(self, plan: WorkerStep, cut: float, deadline: float, problems: list[str]) -> None:
+    def join_all(self, plan: WorkerStep, cut: float, deadline: float, problems: list[str],
+                 out: set[VirtualUser]) -> None:
         """Wait for every user's and component's thread until ``deadline``; one that has
-        not ended is given up on, and its connection with it: the transaction it has in
-        flight (blocked on a lock, a server that stopped answering) may yet commit or not,
-        so it is counted in doubt, which the honesty check allows for, and never recorded."""
+        not ended, or a hosted user still ``out`` (Hosting.wait), is given up on, and its
+        connection with it: the transaction it has in flight (blocked on a lock, a server
+        that stopped answering) may yet commit or not, so it is counted in doubt, which the
+        honesty check allows for, and never recorded."""
         for uid in plan.users:
             user = self.users[uid]
-            if not thread_ended(user, deadline):
+            if user in out or not thread_ended(user, deadline):
                 problems.append(f"user {uid} did not stop within {deadline - cut:.0f} s; its connection is dropped"
                                 + self.in_doubt(user))
                 del self.users[uid]
@@ -287,15 +296,6 @@ class Worker:
             user.counted = now
         return out
 
-    @staticmethod
-    def guarded(user: VirtualUser, who: str, step: UserStep, problems: list[str]) -> None:
-        """A user's thread: whatever ends it early is a problem of the step, not of the worker."""
-        try:
-            user.run(step)
-        except Exception as exc:  # noqa: BLE001 - a session bug ends this user, not the worker
-            kind = "" if isinstance(exc, TpsbenchError) else f"{type(exc).__name__}: "
-            problems.append(f"{who} ended: {kind}{first_line(exc)}")
-
 
 def worker_main(index: int, link: WorkerLink, workload: Workload, ctx: RunContext) -> None:
     """Entry point of a worker (a spawned process, or a task on another host): serve until
@@ -315,8 +315,10 @@ def worker_main(index: int, link: WorkerLink, workload: Workload, ctx: RunContex
 
 
 def thread_ended(user: VirtualUser, deadline: float) -> bool:
-    """Whether ``user``'s thread ended, waited for until ``deadline`` (monotonic)."""
+    """Whether ``user``'s thread ended, waited for until ``deadline`` (monotonic); a hosted
+    user has none (tpsbench.engine.hosting)."""
     thread = user.thread
-    assert thread is not None, "every started user has its thread (Worker.start)"
+    if thread is None:
+        return True
     thread.join(max(0.0, deadline - time.monotonic()))
     return not thread.is_alive()

@@ -292,7 +292,7 @@ class PostgresTarget(Target):
         conn.rollback()
         conn.autocommit = True
 
-    def client_paths(self) -> tuple[str, ...]:
+    def client_paths(self, waits: bool = False) -> tuple[str, ...]:
         """libpq's prepared statements, but through PgBouncer's transaction pooling: none there."""
         return () if self.shares_connections else ("prepared",)
 

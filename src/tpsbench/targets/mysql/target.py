@@ -294,14 +294,20 @@ class MysqlTarget(MysqlFamily):
     def set_autocommit(self, conn: Any) -> None:
         conn.autocommit(True)  # a method on both drivers
 
-    def client_paths(self) -> tuple[str, ...]:
+    def client_paths(self, waits: bool = False) -> tuple[str, ...]:
         """Prepared statements and text on mysqlclient (prepared where libmariadb's
         statement calls can run on its connections), none on PyMySQL. Prepared first: it
         costs the server less per statement at the same client CPU
-        (bench/experiments/results/mysql_prepared.txt)."""
+        (bench/experiments/results/mysql_prepared.txt). Text first for users that
+        ``waits``: a prepared statement keeps its metadata and buffers in the client's
+        memory for the connection's life, which thousands of sleeping users multiply
+        (bench/results/fifteen_thousand.txt), while what it saves the server counts only
+        at a throughput they never reach."""
         if self.driver != "mysqldb":
             return ()
-        return ("text",) if libmariadb.unavailable() else ("prepared", "text")
+        if libmariadb.unavailable():
+            return ("text",)
+        return ("text", "prepared") if waits else ("prepared", "text")
 
     def client_path_missing(self, choice: str) -> str:
         if self.driver != "mysqldb":

@@ -5,7 +5,12 @@ waits are the transaction table's, table.py).
 (NURand values from :func:`columns.nurand`, the loader's own vectorised function; districts,
 quantities, percentages) are drawn by numpy a thousand at a time, because one numpy call
 costs several microseconds, and dealt by iterators in C; the rare ones use Python's
-``random`` (well under a microsecond each).
+``random`` (well under a microsecond each). A user that waits between its transactions
+(keying or think times: some 20 s a transaction) draws a few values a minute, so it draws
+a few transactions' worth at a time instead (:func:`pool_size`): full pools would sit in
+its memory for hours, seven streams of them, at thousands of users. The values drawn
+follow the seed and the pool size, so a run with waits deals other (equally distributed)
+inputs than one without.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from tpsbench.workloads.tpcc.loader import (
     OL_CNT_MIN,
 )
 
-#: values drawn per numpy call
+#: values drawn per numpy call by a user that does not wait between transactions (pool_size)
 POOL_SIZE = 1024
 #: last names by number, as str (rand.LAST_NAMES holds bytes)
 LAST_NAMES: tuple[str, ...] = tuple(name.decode() for name in rand.LAST_NAMES.tolist())
@@ -49,8 +54,15 @@ def run_constants(seed: int, load: dict[str, int]) -> dict[str, int]:
     return rand.run_constants(gen, load)
 
 
-def stream(fill: Callable[[int], Any]) -> Iterator[int]:
-    """Endless integers drawn ``POOL_SIZE`` at a time by ``fill(size)`` (a numpy array).
+def pool_size(waits: bool) -> int:
+    """Values drawn per numpy call: POOL_SIZE, or for a user that ``waits`` between its
+    transactions a few transactions' worth of the stream drawn most (New-Order's items:
+    at most OL_CNT_MAX a transaction), which it still draws only every few minutes."""
+    return 4 * OL_CNT_MAX if waits else POOL_SIZE
+
+
+def stream(fill: Callable[[int], Any], size: int = POOL_SIZE) -> Iterator[int]:
+    """Endless integers drawn ``size`` at a time by ``fill(size)`` (a numpy array).
 
     Why: one numpy call costs several microseconds, so values are drawn by the chunk;
     and the chunks are chained by an iterator in C, so a value dealt is one ``next()``
@@ -58,11 +70,11 @@ def stream(fill: Callable[[int], Any]) -> Iterator[int]:
     ``array('i')`` (4 bytes a value, not a Python int's 28), which keeps a sleeping
     user's pools small.
     """
-    return chain.from_iterable(map(_chunk, repeat(fill)))
+    return chain.from_iterable(map(_chunk, repeat(fill), repeat(size)))
 
 
-def _chunk(fill: Callable[[int], Any]) -> array:
-    return array("i", fill(POOL_SIZE).astype(np.int32).tobytes())
+def _chunk(fill: Callable[[int], Any], size: int) -> array:
+    return array("i", fill(size).astype(np.int32).tobytes())
 
 
 def take(values: Iterator[int], n: int) -> list[int]:
@@ -77,24 +89,24 @@ class Draws:
     the rarer ones, and ranges that depend on the run, go through :meth:`uniform`.
     """
 
-    def __init__(self, seed: int, user_id: int, scale: int, c_run: dict[str, int]) -> None:
+    def __init__(self, seed: int, user_id: int, scale: int, c_run: dict[str, int], size: int = POOL_SIZE) -> None:
         self.gen = gen = np.random.Generator(np.random.PCG64DXSM(np.random.SeedSequence([seed, 0x7C, user_id])))
         #: uniform draws
         self.rng = random.Random(int(gen.integers(1 << 62)))
-        #: think times, apart so that the inputs drawn do not depend on whether think is on
+        #: think times, apart so that drawing them takes no values from the inputs' streams
         self.wait_rng = random.Random(int(gen.integers(1 << 62)))
         self.scale = scale
         self._bits = self.rng.getrandbits
-        self.c_id = stream(partial(columns.nurand, gen, rand.A_C_ID, 1, CUSTOMERS_PER_DISTRICT, c_run["c_id"]))
-        self.ol_i_id = stream(partial(columns.nurand, gen, rand.A_OL_I_ID, 1, ITEMS, c_run["ol_i_id"]))
-        self.c_last = stream(partial(columns.nurand, gen, rand.A_C_LAST, 0, 999, c_run["c_last"]))
+        self.c_id = stream(partial(columns.nurand, gen, rand.A_C_ID, 1, CUSTOMERS_PER_DISTRICT, c_run["c_id"]), size)
+        self.ol_i_id = stream(partial(columns.nurand, gen, rand.A_OL_I_ID, 1, ITEMS, c_run["ol_i_id"]), size)
+        self.c_last = stream(partial(columns.nurand, gen, rand.A_C_LAST, 0, 999, c_run["c_last"]), size)
         #: uniform 1..10: districts, and New-Order's line quantities
-        self.districts = stream(partial(gen.integers, 1, DISTRICTS_PER_WAREHOUSE + 1))
-        self.quantities = stream(partial(gen.integers, 1, 11))
+        self.districts = stream(partial(gen.integers, 1, DISTRICTS_PER_WAREHOUSE + 1), size)
+        self.quantities = stream(partial(gen.integers, 1, 11), size)
         #: uniform 1..100: the spec's percentages (1% rollback, 1% remote line, 15%, 60%)
-        self.percents = stream(partial(gen.integers, 1, 101))
+        self.percents = stream(partial(gen.integers, 1, 101), size)
         #: uniform OL_CNT_MIN..OL_CNT_MAX: New-Order's number of lines
-        self.line_counts = stream(partial(gen.integers, OL_CNT_MIN, OL_CNT_MAX + 1))
+        self.line_counts = stream(partial(gen.integers, OL_CNT_MIN, OL_CNT_MAX + 1), size)
 
     def uniform(self, x: int, y: int) -> int:
         """``random(x, y)``, both ends inclusive: the value ``rng.randint(x, y)`` draws.

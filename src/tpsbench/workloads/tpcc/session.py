@@ -51,7 +51,7 @@ from tpsbench.core.target import Target
 from tpsbench.core.transactions import TransactionTable, permuted
 from tpsbench.core.workload import Option
 from tpsbench.workloads.tpcc import procedures
-from tpsbench.workloads.tpcc.draws import Draws, run_constants
+from tpsbench.workloads.tpcc.draws import Draws, pool_size, run_constants
 from tpsbench.workloads.tpcc.loader import DISTRICTS_PER_WAREHOUSE
 from tpsbench.workloads.tpcc.statements import Statements, statements
 from tpsbench.workloads.tpcc.table import TABLE
@@ -102,7 +102,7 @@ class TpccSession(MixSession):
             raise TpsbenchError(f"TPC-C option warehouses={mode!r}: use one of {', '.join(WAREHOUSE_MODES)}")
         self.all_warehouses = mode == "all"
         #: the statement path (--client): one of the target's, or "dbapi"
-        self.client = target.client_path(ctx.options.get("client", "fast"))
+        self.client = target.client_path(ctx.options.get("client", "fast"), self.waits)
         self.home_w = user_id % ctx.scale + 1
         self.home_d = (user_id // ctx.scale) % DISTRICTS_PER_WAREHOUSE + 1
         load = {name.removeprefix("const_"): int(value) for name, value in ctx.constants.items()}
@@ -110,10 +110,10 @@ class TpccSession(MixSession):
             self.c_run = run_constants(ctx.seed, load)
         except ValueError as exc:
             raise TpsbenchError(f"TPC-C: {exc}; rebuild the database") from exc
-        self.draw = Draws(ctx.seed, user_id, ctx.scale, self.c_run)
+        self.draw = Draws(ctx.seed, user_id, ctx.scale, self.c_run, pool_size(self.waits))
         #: the warehouse of a transaction: the home one (a C call), or one drawn per transaction
         self.pick_warehouse = self.draw.warehouse if self.all_warehouses else repeat(self.home_w).__next__
-        #: think times from their own stream, so that the inputs drawn do not depend on them
+        #: think times from their own stream, so that drawing them takes nothing from the inputs'
         self.spec_rng = self.draw.wait_rng
         self.deal(permuted(self.draw.gen), self.table.cards(self.table.shares(ctx.options.get("mix", ""))))
         self.stmts = statements(target.sql, target.placeholder())
