@@ -70,17 +70,24 @@ class Hosting:
             assert Multiplexer.can_host(session)
             if think_s is not None:  # short, fixed keying and think times instead of the spec's seconds
                 session.keying_time = session.think_time = lambda name, s=think_s: s  # type: ignore[method-assign,misc]  # fixed waits on this session instance; s pins think_s for the lambda
-        #: what each user's host() returned: None at the step's end, else the transaction it lost its connection in
+        #: what each user's hosting returned: None at the step's end, else the transaction it lost its connection in
         self.returned: dict[int, str | None] = {}
-        #: what host() raised instead, by user
+        #: how the shared thread failed instead, by user
         self.raised: dict[int, BaseException] = {}
         self.threads = [threading.Thread(target=self._host, args=(uid,)) for uid in range(users)]
 
     def _host(self, uid: int) -> None:
-        try:
-            self.returned[uid] = self.mux.host(self.sessions[uid])
-        except Exception as exc:  # noqa: BLE001 - looked at by the test
-            self.raised[uid] = exc
+        """Hand the user to the shared thread and wait until it comes back, waking the shared
+        thread once the stop is set (the worker's step does that in a run)."""
+        done = threading.Event()
+        slot = self.mux.adopt(self.sessions[uid], lambda _: done.set())
+        while not done.wait(0.1) and self.mux.thread.is_alive():
+            if self.stop.is_set():
+                self.mux.wake()
+        if self.mux.failure is not None:
+            self.raised[uid] = RuntimeError(f"the shared thread ended: {self.mux.failure}")
+        else:
+            self.returned[uid] = slot.name if slot.lost is not None else None
 
     def __enter__(self) -> Hosting:
         self.mux.start()
@@ -229,7 +236,7 @@ def test_a_lost_connection_goes_back_to_its_users_thread(server: Db, think_s: fl
         for ident in hosting.backends:
             kill(server, ident)
         for thread in hosting.threads:
-            thread.join(15)  # host() returns: the users' threads would reconnect now
+            thread.join(15)  # the users come back: their own threads would reconnect now
         report = hosting.finish()
     assert set(hosting.returned) == set(range(4))
     assert all(name in TRANSACTIONS for name in hosting.returned.values()), hosting.returned

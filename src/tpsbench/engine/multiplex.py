@@ -53,8 +53,6 @@ from tpsbench.measure.waits import LAG
 
 #: how long join() waits for the shared thread to end once it gave up on answers still out
 GIVE_UP_WAIT_S = 2.0
-#: how often a thread waiting in Multiplexer.host looks whether the step is over
-HOSTED_CHECK_S = 10.0
 #: transactions a user draws at once, each begun and its first statement encoded (Multiplexer.draw_ahead);
 #: with think times one: a user then waits some 20 s between transactions, and what it drew ahead
 #: would only sit in memory (the caches it was drawn for are cold by then anyway)
@@ -143,22 +141,6 @@ class Multiplexer:
         self.wake()
         return slot
 
-    def host(self, session: Session) -> str | None:
-        """:meth:`adopt` for a caller that waits on a thread of its own: None at the step's
-        end, or the name of the transaction the connection was lost in (the caller
-        reconnects and hosts the user again)."""
-        done = threading.Event()
-        slot = self.adopt(session, lambda _: done.set())
-        # seldom (a thread that woke often would take the GIL from the shared one as often):
-        # for a shared thread not woken at the stop
-        while not done.wait(HOSTED_CHECK_S) and self.thread.is_alive():
-            if self.stop.is_set():
-                self.wake()
-        if self.failure is not None:
-            raise RuntimeError(f"the shared thread ended: {self.failure}")
-        return slot.name if slot.lost is not None else None
-
-
     # -- the shared thread ------------------------------------------------------------
     def serve(self) -> None:
         poll, in_flight, timers, stop, bell = self.poller.poll, self.in_flight, self.timers, self.stop.is_set, self.bell
@@ -194,7 +176,7 @@ class Multiplexer:
         except Exception as exc:  # noqa: BLE001 - e.g. a session's inputs() failing: its users are told
             self.failure = f"{type(exc).__name__}: {first_line(exc)}"
         finally:
-            self.ended = True  # first: a user handed over from now on is let go by host()
+            self.ended = True  # first: a user handed over from now on is handed back by adopt()
             # given up on (the worker stopped waiting) or cut short by a failure: the
             # transactions still out may commit or not, and are counted in doubt
             for slot in (*in_flight.values(), *ready):
