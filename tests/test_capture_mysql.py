@@ -45,6 +45,16 @@ def server_state(url: str) -> tuple[tuple, int]:
             return settings, cur.fetchone()[0]
 
 
+def processlist(url: str) -> list[tuple]:
+    """What every session of the server was doing (SHOW FULL PROCESSLIST), but this one."""
+    u = make_url(url)
+    with pymysql.connect(host=u.host, port=u.port or 3306, user=u.username, password=u.password or "") as conn:
+        with conn.cursor() as cur:
+            cur.execute("SELECT id, db, command, time, state, LEFT(info, 120) FROM information_schema.PROCESSLIST"
+                        " WHERE id <> CONNECTION_ID()")
+            return list(cur.fetchall())
+
+
 def capture_sysbench(source: str, trace: Path, run_s: int, capture_s: int) -> subprocess.CompletedProcess[str]:
     """sysbench oltp_read_write at 4 threads with text statements for ``run_s`` on
     ``source``, captured a second after its start for ``capture_s`` into ``trace``."""
@@ -59,7 +69,7 @@ def capture_sysbench(source: str, trace: Path, run_s: int, capture_s: int) -> su
     return cap
 
 
-@pytest.mark.alone  # its replay once hung beside another test on the shared server
+@pytest.mark.alone  # its replay hung twice in full suites (once beside another test, once alone), never run by itself
 def test_sysbench_captured_from_the_general_log_and_replayed(tmp_path: Path):
     if not shutil.which(SYSBENCH):
         unavailable("sysbench", f"no {SYSBENCH}")
@@ -78,8 +88,12 @@ def test_sysbench_captured_from_the_general_log_and_replayed(tmp_path: Path):
         rows = [json.loads(line) for line in trace.read_text().splitlines()]
         captured = {s["statement"]: s["count"] for s in rows[-2]["summary"]["statements"]}
         assert captured["SELECT c FROM sbtest1 WHERE id=?"] == 10 * captured["BEGIN"] > 0
-        rep = subprocess.run([sys.executable, "-m", "tpsbench", "replay", str(trace), "--db", copy], env=env,
-                             capture_output=True, text=True, timeout=120)
+        try:
+            rep = subprocess.run([sys.executable, "-m", "tpsbench", "replay", str(trace), "--db", copy], env=env,
+                                 capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:  # seen twice in full suites, never alone: say what it waited on
+            pytest.fail(f"the replay did not end in 120 s; captured {sorted(captured.items())}; "
+                        f"the server's sessions then: {processlist(copy)}")
         assert rep.returncode == 0, rep.stderr
         replayed = {}
         for line in rep.stdout.splitlines():

@@ -409,7 +409,8 @@ def test_more_users_than_connections_is_refused_before_anything_starts(pg_ctx: R
 
 @pytest.mark.slow
 @needs_pg
-def test_ctrl_c_ends_the_run_within_five_seconds_keeping_finished_intervals(pg_ctx: RunContext) -> None:
+def test_ctrl_c_ends_the_run_within_five_seconds_keeping_finished_intervals(pg_ctx: RunContext,
+                                                                          deliverable_sigint: None) -> None:
     armed: list[threading.Timer] = []
     sent: list[float] = []  # when the Ctrl-C went: the promise is timed from there, not from the arming
 
