@@ -69,7 +69,6 @@ def triage(target: Target, rec: IntervalRecorder, name: str, exc: BaseException,
     return "error"
 
 
-
 def ended(who: str, exc: BaseException) -> str:
     """The step's problem line for user ``who`` ended early by ``exc``."""
     kind = "" if isinstance(exc, TpsbenchError) else f"{type(exc).__name__}: "
@@ -82,6 +81,7 @@ def guarded(run: Callable[[], None], who: str, problems: list[str]) -> None:
         run()
     except Exception as exc:  # noqa: BLE001 - a session bug ends this user, not the worker
         problems.append(ended(who, exc))
+
 
 @dataclass(frozen=True, slots=True)
 class UserStep:
