@@ -63,7 +63,7 @@ def test_a_run_through_transaction_pooling_is_honest_and_checks(bouncer_url: str
 
 
 @pytest.mark.parametrize(("args", "needle"), [
-    (("--client", "prepared"), "named prepared statements do not exist before PgBouncer 1.21); use dbapi"),
+    (("--client", "prepared"), "named prepared statements do not exist before PgBouncer 1.21); use text, dbapi"),
     (("--users", str(CLIENTS)), f"accepts {CLIENTS} more; raise max_client_conn in pgbouncer.ini"),
 ])
 def test_what_transaction_pooling_cannot_take_is_refused_in_one_line(bouncer_url: str, tmp_path: Path,
@@ -78,11 +78,12 @@ def test_what_transaction_pooling_cannot_take_is_refused_in_one_line(bouncer_url
     assert not (tmp_path / "results.db").exists()
 
 
-@pytest.mark.parametrize(("mode", "paths"), [("session", ("prepared",)), ("transaction", ()), ("statement", ())])
+@pytest.mark.parametrize(("mode", "paths"),
+                         [("session", ("prepared",)), ("transaction", ("text",)), ("statement", ("text",))])
 def test_only_pooling_that_shares_server_connections_prepares_nothing(mode: str, paths: tuple[str, ...]) -> None:
     """Session pooling keeps a server connection per client, so its prepared statements
     stay; the URL's pool_mode never reaches libpq or SQLAlchemy, which would refuse it."""
     target = open_target(f"postgresql://postgres@127.0.0.1:6432/tpcc?pool_mode={mode}")
     assert target.client_paths() == paths
-    assert target.client_path("fast") == (paths[0] if paths else "dbapi")
+    assert target.client_path("fast") == paths[0]
     assert "pool_mode" not in target.engine.url.query

@@ -11,9 +11,9 @@ warehouses by user number (TpccSession), with no cap per warehouse, and at ~21 s
 transaction 1,000 users put some 20 New-Orders a second on a warehouse's 10 district
 rows, each held for one stored-procedure call: contention the server shrugs off.
 
-Users run on a thread each (--no-multiplex): the shared thread of the multiplexed path
-woke them seconds late at 3,000 users on MariaDB (bench/results/fifteen_thousand.txt),
-while the threaded path's lag stayed at a few ms (through PgBouncer users take it anyway).
+Users share their driver process's thread (the default, multiplexed path), as a 15,000-user
+run has them: a thread each would be 15,000 threads. Through PgBouncer they send libpq's
+unnamed statements, which transaction pooling takes (docs/postgresql.md).
 
 Checked, for each server: every user connected through the measured window (counted by
 the server, or by PgBouncer, every few seconds; no reconnect, no error), the think times
@@ -80,7 +80,7 @@ def sampled_run(url: str, tmp_path: Path) -> tuple[RunRecord, list[int]]:
     sampler.start()
     config = RunConfig("tpcc", url, users=[USERS], rampup_s=RAMPUP_S, duration_s=DURATION_S, interval_s=INTERVAL_S,
                        seed=11, results_url=f"sqlite:///{tmp_path}/results.db",
-                       options={"keying": "spec", "think": "spec"}, multiplex=False)
+                       options={"keying": "spec", "think": "spec"})
     try:
         record = run(config, live=live)
     finally:

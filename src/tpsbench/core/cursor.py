@@ -29,12 +29,14 @@ Statement = tuple[str, Sequence[Any]]
 #: text statements, or the driver's DB-API cursor (Target.client_path)
 CLIENT_CHOICES = ("fast", "prepared", "text", "dbapi")
 CLIENT_HELP = ("'fast': the target's own statement path below DB-API, the one that costs the server least"
-               " (prepared statements on PostgreSQL, and on MySQL/MariaDB where libmariadb is at hand, else text;"
+               " (prepared statements on PostgreSQL, text through PgBouncer's transaction pooling, and on MySQL/MariaDB"
+               " where libmariadb is at hand, else text;"
                " on MySQL/MariaDB text for TPC-C users with keying or think times, whose prepared statements would"
                " hold client memory per connection);"
                " 'prepared': statements prepared once per connection and executed with bound values"
-               " (binary protocol on MySQL/MariaDB, as sysbench sends them); 'text': values rendered into the"
-               " statement, which the server parses each time (MySQL/MariaDB); 'dbapi': the driver's DB-API"
+               " (binary protocol on MySQL/MariaDB, as sysbench sends them); 'text': statements the server parses"
+               " each time, values rendered into them (MySQL/MariaDB) or beside them in one message (PostgreSQL"
+               " through PgBouncer's transaction pooling); 'dbapi': the driver's DB-API"
                " cursor (several times the client CPU). Same statements and transactions on every path.")
 
 #: kinds of statements, as sysbench's drivers split "queries performed": READ returned a

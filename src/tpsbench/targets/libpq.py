@@ -94,9 +94,13 @@ class LibpqSend:
     def send_encoded(self, encoded: tuple[bytes, Any]) -> None:
         self.sent, values = encoded
         if self.sent:
-            self.pgconn.send_query_prepared(self.sent, values)
+            self._send(self.sent, values)
         else:
             self.pgconn.send_query(values)
+
+    def _send(self, name: bytes, values: list[bytes | None] | None) -> None:
+        """Send the statement ``name`` stands for with ``values``, not waiting."""
+        self.pgconn.send_query_prepared(name, values)
 
     def fileno(self) -> int:
         return self.pgconn.socket
@@ -186,11 +190,15 @@ class LibpqCursor(LibpqSend, BufferedRows):
             res = self._begin_and_exec(name, values) if self.pipeline_begin else None
             if res is None:
                 self._command(b"BEGIN")
-                res = pgconn.exec_prepared(name, values)
+                res = self._exec(name, values)
         else:
-            res = pgconn.exec_prepared(name, values)
+            res = self._exec(name, values)
         self._take(res, name)
         return self
+
+    def _exec(self, name: bytes, values: list[bytes | None] | None) -> Any:
+        """Run the statement ``name`` stands for with ``values``; its result."""
+        return self.pgconn.exec_prepared(name, values)
 
     def _take(self, res: Any, name: bytes = b"") -> None:
         status = res.status
@@ -232,7 +240,7 @@ class LibpqCursor(LibpqSend, BufferedRows):
         results = []
         try:
             pgconn.send_query_params(b"BEGIN", None)
-            pgconn.send_query_prepared(name, values)
+            self._send(name, values)
             pgconn.pipeline_sync()
             while True:
                 while pgconn.is_busy():
@@ -258,6 +266,32 @@ class LibpqCursor(LibpqSend, BufferedRows):
         if res.status != self.command_ok:
             raise self._error(res)
 
+
+class UnnamedCursor(LibpqCursor):
+    """:class:`LibpqCursor` without prepared statements, for PgBouncer's transaction pooling.
+
+    There a named prepared statement does not outlive its transaction (before PgBouncer
+    1.21), but the unnamed one does all a statement needs in one round trip: parse, bind
+    and execute go in one message with a Sync (``PQsendQueryParams``), so PgBouncer hands
+    them to one server connection together. The server parses every statement, as with
+    psycopg's cursor, for a fraction of that cursor's client CPU, and the user can be
+    hosted on the engine's shared thread. ``names`` holds each statement's text with
+    ``$n`` markers, encoded once: the "name" the methods above pass along.
+    """
+
+    def __init__(self, conn: Any) -> None:
+        super().__init__(conn)
+        self.names = {}
+
+    def _prepare(self, sql: str) -> bytes:
+        text = self.names[sql] = dollar_markers(sql).encode(self.encoding)
+        return text
+
+    def _exec(self, name: bytes, values: list[bytes | None] | None) -> Any:
+        return self.pgconn.exec_params(name, values)
+
+    def _send(self, name: bytes, values: list[bytes | None] | None) -> None:
+        self.pgconn.send_query_params(name, values)
 
 
 class PgRows(LazyRows):

@@ -9,8 +9,8 @@ PgBouncer is named in the URL (``?pool_mode=transaction``, its own setting's nam
 value), not detected: through it a connection reports the server's version and
 parameters unchanged, and only its admin console, which few users may open, says what
 it is. In transaction and statement pooling a named prepared statement does not outlive
-its transaction (before PgBouncer 1.21), so users then take psycopg's cursor with no
-prepared statements and ``--client prepared`` is refused; PostgreSQL's max_connections
+its transaction (before PgBouncer 1.21), so users then send each statement as libpq's
+unnamed one (parse, bind and execute in one message) and ``--client prepared`` is refused; PostgreSQL's max_connections
 then bounds PgBouncer's server connections, not the users, whose bound is max_client_conn.
 """
 
@@ -30,7 +30,7 @@ from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.sql import SqlDialect
 from tpsbench.core.target import OBSERVER_APPLICATION, WAIT_KINDS, SessionWait, Target
 from tpsbench.targets import server
-from tpsbench.targets.libpq import LibpqCursor
+from tpsbench.targets.libpq import LibpqCursor, UnnamedCursor
 from tpsbench.targets.libpq_counting import LibpqCountingCursor
 
 #: serialization_failure, deadlock_detected, lock_not_available
@@ -293,8 +293,9 @@ class PostgresTarget(Target):
         conn.autocommit = True
 
     def client_paths(self, waits: bool = False) -> tuple[str, ...]:
-        """libpq's prepared statements, but through PgBouncer's transaction pooling: none there."""
-        return () if self.shares_connections else ("prepared",)
+        """libpq's prepared statements; through PgBouncer's transaction pooling, which keeps
+        none, each statement with its values in one message, parsed every time (text)."""
+        return ("text",) if self.shares_connections else ("prepared",)
 
     def client_path_missing(self, choice: str) -> str:
         if self.shares_connections:
@@ -304,8 +305,8 @@ class PostgresTarget(Target):
 
     def fast_cursor(self, conn: Any, path: str = "fast") -> LibpqCursor | None:
         """A cursor for a virtual user's hot path: libpq prepared statements (see LibpqCursor);
-        None through transaction pooling, which keeps no prepared statement."""
-        return None if self.shares_connections else LibpqCursor(conn)
+        through transaction pooling, which keeps no prepared statement, libpq's unnamed one."""
+        return UnnamedCursor(conn) if self.shares_connections else LibpqCursor(conn)
 
     def counting_cursor(self, conn: Any, path: str = "fast") -> CountingCursor:
         prepared = path != "dbapi" and not self.shares_connections
