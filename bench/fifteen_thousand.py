@@ -6,11 +6,14 @@ waits a user spends about 21 s a transaction, so what is at stake is the driver 
 15,000 connections and sleeping users cheaply and waking each on time, and the servers
 set up to hold them (docs/postgresql.md, docs/getting-started.md).
 
-Users on a thread each (``--no-multiplex``; ``--multiplex`` for the shared thread: at
-3,000 users on MariaDB it woke users seconds late, bench/results/fifteen_thousand.txt).
-One step of ``--users`` users (default 15000) per server, ``--keying spec --think spec``,
-``--rampup`` s (60) of ramp-up and ``--duration`` s (300) measured, on TPC-C of
-``--warehouses`` (50; users spread over them by user number):
+Users on their driver process's shared thread, as ``tpsbench run`` has them
+(``--no-multiplex``: a thread each). ``--cluster N``: the users on N Dask workers of a
+LocalCluster on this host instead of the run's own driver processes, and every interval
+checked to be the sum of the workers' reports of it (commits, each transaction's latency
+histogram and each wait's, count for count). One step of ``--users`` users (default 15000)
+per server, ``--keying spec --think spec``, ``--rampup`` s (60) of ramp-up and
+``--duration`` s (300) measured, on TPC-C of ``--warehouses`` (50; users spread over them
+by user number):
 
 - MariaDB: a private mariadbd (tests/private_servers.py) started with
   thread_handling=pool-of-threads, max_connections = users + 200 and open_files_limit
@@ -28,6 +31,7 @@ Appended to bench/results/fifteen_thousand.txt.
 
     python bench/fifteen_thousand.py [--users 15000] [--warehouses 50] [--rampup 60] [--duration 300]
     python bench/fifteen_thousand.py --users 3000 --warehouses 5 --duration 60 --servers mariadb
+    python bench/fifteen_thousand.py --cluster 3
 """
 
 from __future__ import annotations
@@ -50,9 +54,12 @@ from sqlalchemy.engine import make_url
 
 from tpsbench import RunConfig, run
 from tpsbench.commands.run import RunRecord
+from tpsbench.engine.dask.transport import DaskTransport
 from tpsbench.engine.descriptors import raise_soft_limit
 from tpsbench.measure.clients import clients_connected
+from tpsbench.measure.histogram import LatencyHistogram, merged
 from tpsbench.measure.procfs import descendants, memory, processes
+from tpsbench.measure.reports import IntervalReport
 from tpsbench.measure.waits import LAG, decoded, keying_name, ks_negexp, think_name, wait_stats
 from tpsbench.targets import open_target
 from tpsbench.workloads.tpcc.table import KEYING_S, THINK_CAP, THINK_MEAN_S, TRANSACTIONS
@@ -117,16 +124,65 @@ def bouncer(args: argparse.Namespace) -> Iterator[tuple[str, set[int]]]:
         yield direct.set(port=port).update_query_dict({"pool_mode": "transaction"}).render_as_string(False), mine
 
 
+@contextlib.contextmanager
+def dask_workers(count: int) -> Iterator[tuple[str | None, list[tuple[int, IntervalReport]]]]:
+    """A LocalCluster of ``count`` Dask worker processes (none: no cluster), and the interval
+    reports as its workers send them, before the coordinator merges them."""
+    seen: list[tuple[int, IntervalReport]] = []
+    if not count:
+        yield None, seen
+        return
+    import distributed
+
+    receive = DaskTransport.receive
+
+    def recording(self: DaskTransport, timeout: float) -> list[tuple[int, object]]:
+        out = receive(self, timeout)
+        seen.extend((i, m) for i, m in out if isinstance(m, IntervalReport))
+        return out
+
+    with distributed.LocalCluster(n_workers=count, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        client.wait_for_workers(count, timeout=120)
+        DaskTransport.receive = recording  # type: ignore[method-assign]
+        try:
+            yield cluster.scheduler_address, seen
+        finally:
+            DaskTransport.receive = receive  # type: ignore[method-assign]
+
+
+def sums(record: RunRecord, seen: list[tuple[int, IntervalReport]], workers: int) -> str:
+    """Whether every merged interval is the sum of the workers' reports of it, in one line."""
+    intervals = record.outcome.steps[0].intervals
+    for report in intervals:
+        parts = [r for _, r in seen if r.interval == report.interval]
+        if len(parts) != workers:
+            return f"interval {report.interval}: {len(parts)} workers' reports, not {workers}"
+        if report.total("commits") != sum(p.total("commits") for p in parts):
+            return f"interval {report.interval}: commits differ from the workers' sum"
+        for name in report.txns:
+            if report.histogram(name) != merged(p.histogram(name) for p in parts if name in p.txns):
+                return f"interval {report.interval}: {name}'s histogram is not the workers' merged"
+        for name, data in report.timings.items():
+            theirs = [LatencyHistogram.decode(p.timings[name]) for p in parts if name in p.timings]
+            if LatencyHistogram.decode(data) != merged(theirs):
+                return f"interval {report.interval}: {name}'s histogram is not the workers' merged"
+    commits = [sum(r.total("commits") for i, r in seen if i == worker) for worker in range(workers)]
+    return (f"every one of {len(intervals)} intervals is the sum of the {workers} workers' reports (commits, "
+            f"histograms count for count); commits by worker {commits}")
+
+
 def one(server: str, url: str, servers: set[int], args: argparse.Namespace) -> tuple[list[str], bool]:
     """The step on ``url``: its lines, and whether it met the acceptance."""
     watch = Watch(url, servers)
     watch.start()
-    with tempfile.TemporaryDirectory(prefix="tpsb_15k_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="tpsb_15k_") as tmp, dask_workers(args.cluster) as (cluster, seen):
         config = RunConfig(workload="tpcc", url=url, users=[args.users], rampup_s=args.rampup,
                            duration_s=args.duration, interval_s=args.interval, seed=15000,
                            options={"keying": "spec", "think": "spec"}, results_url=f"sqlite:///{tmp}/results.db",
-                           multiplex=args.multiplex)
+                           multiplex=args.multiplex, cluster=cluster)
         record: RunRecord = run(config, live=print)
+        summed = sums(record, seen, args.cluster) if cluster else ""
         watch.done.set()
         watch.join()
         stored = record.store.load_run(record.run_id).steps[0].summary
@@ -136,7 +192,7 @@ def one(server: str, url: str, servers: set[int], args: argparse.Namespace) -> t
     inside = [s for s in watch.samples if t0 + args.interval <= s[0] <= t1]
     if stored is None or len(inside) < 2:
         return [f"{server}: no steady window to judge ({len(inside)} samples)"], False
-    seen = [s[1] for s in inside]
+    connected = [s[1] for s in inside]
     rss = max(s[2] for s in inside)
     pss = max(s[3] for s in inside)
     cpu_s = (inside[-1][4] - inside[0][4]) / os.sysconf("SC_CLK_TCK") / (inside[-1][0] - inside[0][0])
@@ -150,8 +206,8 @@ def one(server: str, url: str, servers: set[int], args: argparse.Namespace) -> t
     check = subprocess.run([sys.executable, "-m", "tpsbench", "check", "tpcc", "--db", url],
                            capture_output=True, text=True, timeout=3600)
     lines = [
-        f"{server}: users connected (server's count every {EVERY_S:.0f} s of the window) min {min(seen):,} max "
-        f"{max(seen):,} of {args.users:,}; problems: {step.problems or 'none'}",
+        f"{server}: users connected (server's count every {EVERY_S:.0f} s of the window) min {min(connected):,} max "
+        f"{max(connected):,} of {args.users:,}; problems: {step.problems or 'none'}",
         f"{server}: driver RSS {rss / 2**20:,.0f} MiB ({rss / args.users / 1024:,.0f} KiB a user), PSS "
         f"{pss / 2**20:,.0f} MiB ({pss / args.users / 1024:,.0f} KiB a user); driver CPU {cpu_s:.2f} s/s",
         f"{server}: tpmC {tpmc:,.0f} of the rules' ceiling {ceiling:,.0f} for {args.users:,} users "
@@ -165,12 +221,15 @@ def one(server: str, url: str, servers: set[int], args: argparse.Namespace) -> t
                   f"{sum(h.count() for h, _ in thinks):,} think times",
                   f"{server}: wake-up lag p50/p99/max {stats.lag_p50_ms:.2f} / {stats.lag_p99_ms:.2f} / "
                   f"{stats.lag_max_ms:.2f} ms, mean {stats.lag_mean_ms:.2f} ms over {waits[LAG].count():,} waits"]
+    if summed:
+        lines.append(f"{server}: Dask: {summed}")
     honest = record.honesty.get("match") is True
     lines.append(f"{server}: honesty check {'matches' if honest else record.honesty}; check tpcc "
                  f"{'passes' if check.returncode == 0 else 'FAILS: ' + (check.stdout + check.stderr)[-300:]}")
-    ok = (min(seen) >= args.users and not step.problems and errors == 0 and reconnects == 0 and honest
+    ok = (min(connected) >= args.users and not step.problems and errors == 0 and reconnects == 0 and honest
           and check.returncode == 0 and p > 0.01 and stats is not None and stats.lag_p99_ms < 10.0
-          and rss <= 2 * 2**30 and bool(waits.get(keying_name("new_order"))))
+          and rss <= 2 * 2**30 and bool(waits.get(keying_name("new_order")))
+          and (not summed or summed.startswith("every")))
     lines.append(f"# {server}: acceptance (all connected, 0 errors, KS p > 0.01, lag p99 < 10 ms, RSS <= 2 GiB, "
                  f"honest, checked): {'met' if ok else 'NOT met'}")
     print("\n".join(lines), flush=True)
@@ -186,8 +245,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--interval", type=float, default=10.0)
     parser.add_argument("--pool", type=int, default=40, help="PgBouncer's server connections (default_pool_size)")
     parser.add_argument("--servers", default="mariadb,postgresql", help="which of mariadb,postgresql")
-    parser.add_argument("--multiplex", action="store_true",
-                        help="users on the worker's shared thread (run's default); default here: a thread each")
+    parser.add_argument("--no-multiplex", dest="multiplex", action="store_false",
+                        help="a thread per user (default: the driver process's shared thread, as run's default)")
+    parser.add_argument("--cluster", type=int, default=0, metavar="N",
+                        help="the users on N Dask workers of a LocalCluster on this host (default 0: none)")
     parser.add_argument("--mysql-url", default="", help="a MariaDB set up already (default: a private one)")
     parser.add_argument("--label", default="")
     parser.add_argument("--out", type=Path, default=OUT)
@@ -196,7 +257,9 @@ def main(argv: list[str]) -> None:
     limit = raise_soft_limit()  # PgBouncer started from here inherits it too
     head = (f"# bench/fifteen_thousand.py {time.strftime('%Y-%m-%d %H:%M')}: {args.users:,} users, keying and think"
             f" spec, TPC-C {args.warehouses} warehouses, {args.rampup:.0f} s ramp-up, {args.duration:.0f} s measured;"
-            f" {'multiplexed' if args.multiplex else 'a thread per user'}; {os.cpu_count()} cores, open files {limit},"
+            f" {'multiplexed' if args.multiplex else 'a thread per user'}"
+            + (f" on {args.cluster} Dask workers" if args.cluster else "")
+            + f"; {os.cpu_count()} cores, open files {limit},"
             f" load average at start {os.getloadavg()[0]:.1f}"
             + (f"; {args.label}" if args.label else ""))
     print(head, flush=True)

@@ -13,6 +13,7 @@ multiplexed.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import itertools
 import threading
@@ -134,6 +135,12 @@ class Hosting:
             session = None
         if session is not None and Multiplexer.can_host(session):
             self.mux.adopt(session, partial(self.came_back, user, who, step))
+            # what the user keeps (its session, connection, random pools) lives until the
+            # step's end: out of the collector's sight, so that no full collection walks
+            # thousands of sleeping users, stalling the shared thread and every wake-up due
+            # meanwhile (bench/results/fifteen_thousand.txt); the worker hands them back to
+            # the collector once the step has ended (Worker.run_step)
+            gc.freeze()
             return
         if session is not None:  # its transactions block: on a thread of its own
             user.thread = threading.Thread(target=guarded, args=(partial(user.loop, session, step), who,

@@ -30,6 +30,7 @@ reported exactly once.
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import threading
 import time
@@ -160,6 +161,8 @@ class Worker:
             if self.wait(start_mono + end - time.monotonic()):
                 break
             self.send_report(plan, number, begin, end, steady)
+            if mux is not None:  # what users made since they were hosted joins them (Hosting.arrive)
+                gc.freeze()
         else:
             number = len(bounds)
         cut = time.monotonic()
@@ -173,6 +176,7 @@ class Worker:
         self.join_all(plan, cut, deadline, problems, hosting.wait(deadline) if hosting is not None else set())
         if mux is not None:
             mux.join(max(0.0, deadline - time.monotonic()))
+            gc.unfreeze()  # the step's users, frozen as they were hosted (Hosting.arrive)
             if mux.in_doubt:
                 problems.append(f"the shared thread gave up on {mux.in_doubt} transaction(s) still out after"
                                 f" {deadline - cut:.0f} s, counted in doubt")
