@@ -13,7 +13,9 @@ checked to be the sum of the workers' reports of it (commits, each transaction's
 histogram and each wait's, count for count). One step of ``--users`` users (default 15000)
 per server, ``--keying spec --think spec``, ``--rampup`` s (60) of ramp-up and
 ``--duration`` s (300) measured, on TPC-C of ``--warehouses`` (50; users spread over them
-by user number):
+by user number). ``--realtime``: the driver's processes at real-time priority, so that on
+cores shared with the server a user wakes when due rather than when the scheduler next
+lets the driver run (what ``chrt -r 1 tpsbench run ...`` does; docs/postgresql.md):
 
 - MariaDB: a private mariadbd (tests/private_servers.py) started with
   thread_handling=pool-of-threads, max_connections = users + 200 and open_files_limit
@@ -174,6 +176,8 @@ def sums(record: RunRecord, seen: list[tuple[int, IntervalReport]], workers: int
 
 def one(server: str, url: str, servers: set[int], args: argparse.Namespace) -> tuple[list[str], bool]:
     """The step on ``url``: its lines, and whether it met the acceptance."""
+    if args.realtime:  # the driver's processes and threads, started from here, inherit it
+        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(1))
     watch = Watch(url, servers)
     watch.start()
     with tempfile.TemporaryDirectory(prefix="tpsb_15k_") as tmp, dask_workers(args.cluster) as (cluster, seen):
@@ -183,6 +187,7 @@ def one(server: str, url: str, servers: set[int], args: argparse.Namespace) -> t
                            multiplex=args.multiplex, cluster=cluster)
         record: RunRecord = run(config, live=print)
         summed = sums(record, seen, args.cluster) if cluster else ""
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
         watch.done.set()
         watch.join()
         stored = record.store.load_run(record.run_id).steps[0].summary
@@ -249,6 +254,9 @@ def main(argv: list[str]) -> None:
                         help="a thread per user (default: the driver process's shared thread, as run's default)")
     parser.add_argument("--cluster", type=int, default=0, metavar="N",
                         help="the users on N Dask workers of a LocalCluster on this host (default 0: none)")
+    parser.add_argument("--realtime", action="store_true",
+                        help="the driver at real-time priority (SCHED_RR 1, as chrt -r 1 sets it; root or "
+                             "CAP_SYS_NICE): woken at once, not after the server's processes on shared cores")
     parser.add_argument("--mysql-url", default="", help="a MariaDB set up already (default: a private one)")
     parser.add_argument("--label", default="")
     parser.add_argument("--out", type=Path, default=OUT)
@@ -259,6 +267,7 @@ def main(argv: list[str]) -> None:
             f" spec, TPC-C {args.warehouses} warehouses, {args.rampup:.0f} s ramp-up, {args.duration:.0f} s measured;"
             f" {'multiplexed' if args.multiplex else 'a thread per user'}"
             + (f" on {args.cluster} Dask workers" if args.cluster else "")
+            + (", the driver at real-time priority (SCHED_RR 1)" if args.realtime else "")
             + f"; {os.cpu_count()} cores, open files {limit},"
             f" load average at start {os.getloadavg()[0]:.1f}"
             + (f"; {args.label}" if args.label else ""))

@@ -43,9 +43,15 @@ def bouncer_url(built_tpcc_pg: str) -> Iterator[str]:
 
 
 @pytest.mark.slow
-def test_a_run_through_transaction_pooling_is_honest_and_checks(bouncer_url: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("options", "multiplex"), [
+    ({}, True),  # stored procedures, each user's call sent on the shared thread as libpq's unnamed statement
+    ({"procedures": "off"}, False),  # statements on a thread each: BEGIN travels with the first in a pipeline
+], ids=["procedures-shared-thread", "statements-threads"])
+def test_a_run_through_transaction_pooling_is_honest_and_checks(bouncer_url: str, tmp_path: Path,
+                                                                 options: dict[str, str], multiplex: bool) -> None:
     config = RunConfig("tpcc", bouncer_url, users=[USERS], rampup_s=0.0, duration_s=8.0, interval_s=1.0, seed=3,
-                       results_url=f"sqlite:///{tmp_path}/results.db", options={"think": "off"})
+                       results_url=f"sqlite:///{tmp_path}/results.db", options={"think": "off", **options},
+                       multiplex=multiplex)
     record = run(config, live=None)
     assert record.status == "completed"
     (step,) = record.outcome.steps
