@@ -183,7 +183,8 @@ def one(server: str, url: str, servers: set[int], args: argparse.Namespace) -> t
     with tempfile.TemporaryDirectory(prefix="tpsb_15k_") as tmp, dask_workers(args.cluster) as (cluster, seen):
         config = RunConfig(workload="tpcc", url=url, users=[args.users], rampup_s=args.rampup,
                            duration_s=args.duration, interval_s=args.interval, seed=15000,
-                           options={"keying": "spec", "think": "spec"}, results_url=f"sqlite:///{tmp}/results.db",
+                           options={"keying": "spec", "think": "spec", "procedures": args.procedures},
+                           results_url=f"sqlite:///{tmp}/results.db",
                            multiplex=args.multiplex, cluster=cluster)
         record: RunRecord = run(config, live=print)
         summed = sums(record, seen, args.cluster) if cluster else ""
@@ -254,6 +255,9 @@ def main(argv: list[str]) -> None:
                         help="a thread per user (default: the driver process's shared thread, as run's default)")
     parser.add_argument("--cluster", type=int, default=0, metavar="N",
                         help="the users on N Dask workers of a LocalCluster on this host (default 0: none)")
+    parser.add_argument("--procedures", default="auto", choices=("auto", "on", "off"),
+                        help="TPC-C's run option: 'off' sends the statements (MariaDB compiles a stored procedure"
+                             " once per connection and keeps it there, in memory that 15,000 connections multiply)")
     parser.add_argument("--realtime", action="store_true",
                         help="the driver at real-time priority (SCHED_RR 1, as chrt -r 1 sets it; root or "
                              "CAP_SYS_NICE): woken at once, not after the server's processes on shared cores")
@@ -268,6 +272,7 @@ def main(argv: list[str]) -> None:
             f" {'multiplexed' if args.multiplex else 'a thread per user'}"
             + (f" on {args.cluster} Dask workers" if args.cluster else "")
             + (", the driver at real-time priority (SCHED_RR 1)" if args.realtime else "")
+            + (f", --procedures {args.procedures}" if args.procedures != "auto" else "")
             + f"; {os.cpu_count()} cores, open files {limit},"
             f" load average at start {os.getloadavg()[0]:.1f}"
             + (f"; {args.label}" if args.label else ""))
