@@ -271,6 +271,25 @@ def test_a_signal_whose_exception_a_library_swallowed_still_ends_the_command(sig
     assert (done.returncode, done.stderr) == (EXIT[sig], f"tpsbench: {what}\n")
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_landing_in_a_weakref_callback_is_one_line_not_a_traceback(sig: int, tmp_path: Path,
+                                                                           deliverable_sigint: None) -> None:
+    """Python cannot pass on what a weakref callback or a ``__del__`` raises: it prints
+    "Exception ignored in", traceback and all (the import system's module locks have such
+    a callback, and a SIGTERM landed in one in a full suite). The signal still ends the
+    command, in one line."""
+    done = _module_run(tmp_path, "in_callback", "import weakref\n"
+                                                "class Thing:\n"
+                                                "    pass\n"
+                                                "def command(**kw):\n"
+                                                "    thing = Thing()\n"
+                                                f"    ref = weakref.ref(thing, lambda _: os.kill(os.getpid(), {sig}))\n"
+                                                "    del thing\n"
+                                                "    time.sleep(0.5)")  # then returns, as if done
+    what = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}[sig]
+    assert (done.returncode, done.stderr) == (EXIT[sig], f"tpsbench: {what}\n")
+
+
 def test_a_run_that_starts_after_a_swallowed_signal_ends_at_once_as_interrupted(built_tpcc_sqlite: Path,
                                                                                tmp_path: Path) -> None:
     """The same, in a run: the signal came before the steps (loading its libraries), a

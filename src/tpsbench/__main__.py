@@ -56,9 +56,10 @@ def entry() -> None:
     atexit.register(_keep_exit_code)  # registered first, so it runs last
     from tpsbench.cli.main import main
     from tpsbench.core import watchdog
-    from tpsbench.core.errors import raise_interruption, signal_of
+    from tpsbench.core.errors import drop_swallowed_interruption, raise_interruption, signal_of
 
     watchdog.start()
+    sys.unraisablehook = drop_swallowed_interruption
     # SQLAlchemy's pool logs a Ctrl-C that lands while it closes a connection, traceback and
     # all, through logging's last resort, before the interruption ends the run in one line
     logging.getLogger("sqlalchemy.pool").addHandler(logging.NullHandler())

@@ -7,7 +7,9 @@ message and exits with its ``exit_code``.
 """
 
 import signal
+import sys
 from collections.abc import Sequence
+from typing import Any
 
 from tpsbench.core.signals import leave_terminal
 
@@ -86,6 +88,16 @@ def raise_interruption(signum: int, frame: object) -> None:
     if signum == signal.SIGHUP:
         leave_terminal()
     raise interruption_for(signum)
+
+
+def drop_swallowed_interruption(unraisable: Any) -> None:
+    """``sys.unraisablehook``: an interruption raised where Python cannot pass it on (a
+    weakref callback, a ``__del__``: the import system's module locks have such callbacks)
+    is not printed, traceback and all, since :func:`take_signal` still answers its signal;
+    anything else goes to Python's own hook."""
+    if isinstance(unraisable.exc_value, tuple(_RAISED.values())) and _raised[0] is not None:
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def take_signal() -> int | None:
