@@ -8,6 +8,7 @@ tests/test_capture_pg.py (slow).
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -158,7 +159,8 @@ def test_replay_keeps_parameters_and_timing(tmp_path: Path, pg_url: str):
     assert result.returncode == 0, result.stderr
     with psycopg.connect(_plain(pg_url)) as conn:
         assert conn.execute("SELECT k, v FROM kv ORDER BY k").fetchall() == [(1, "50% off"), (2, "a$1")]
-    assert "over 1.0 s" in result.stdout  # half speed: the 0.5 s gap took 1 s
+    elapsed = float(re.search(r"over\s+([0-9.]+)\s+s", result.stdout).group(1))
+    assert 1.0 <= elapsed < 10, result.stdout  # half speed: the 0.5 s gap took at least 1 s (more on a busy host)
 
 
 def test_capture_without_consent_or_duration_is_refused(tmp_path: Path):
