@@ -83,7 +83,7 @@ if options.pop("help", "on") == "off":  # TPC-E's users never take the exchange'
 wl.configure(options)
 target = open_target(url)
 meta = wl.verify_schema(target)
-wl.prepare_run(target, options)
+wl.prepare_run(target, options, users=1)
 ctx = RunContext(workload, url, int(meta["scale"]), 1,
                  {k[6:]: int(v) for k, v in meta.items() if k.startswith("const_")}, options)
 

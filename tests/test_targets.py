@@ -25,8 +25,8 @@ from conftest import unavailable
 from sqlalchemy.engine import make_url
 
 from tpsbench.core.batch import Batch
-from tpsbench.core.errors import TpsbenchError
-from tpsbench.core.target import Target, error_codes, error_message
+from tpsbench.core.errors import TpsbenchError, error_codes, error_message
+from tpsbench.core.target import Target
 from tpsbench.targets import open_target
 from tpsbench.targets.mssql import MssqlTarget
 from tpsbench.targets.mysql import target as mysql_module

@@ -60,12 +60,14 @@ POOL = 20
 EVERY_S = 3.0
 
 
-def sampled_run(url: str, tmp_path: Path) -> tuple[RunRecord, list[int]]:
-    """Run the step, counting the server's clients every EVERY_S seconds; the counts made
-    inside the measured window (with a second's margin at each end) are returned."""
+def sampled_run(url: str, tmp_path: Path) -> tuple[RunRecord, list[int], list[str]]:
+    """Run the step, counting the server's clients every EVERY_S seconds: the counts made
+    inside the measured window (with a second's margin at each end), and the lines the run
+    printed."""
     target = open_target(url)
     readings: list[tuple[float, int]] = []
     began: list[float] = []
+    lines: list[str] = []
     done = threading.Event()
 
     def sample() -> None:
@@ -73,6 +75,7 @@ def sampled_run(url: str, tmp_path: Path) -> tuple[RunRecord, list[int]]:
             readings.append((time.monotonic(), clients_connected(target)))
 
     def live(line: str) -> None:
+        lines.append(line)
         if not began and line.startswith("run "):  # the plan's line: the step's users start now
             began.append(time.monotonic())
 
@@ -88,7 +91,7 @@ def sampled_run(url: str, tmp_path: Path) -> tuple[RunRecord, list[int]]:
         sampler.join(30)
     assert began, "the run printed no plan line"
     start, end = began[0] + RAMPUP_S + 2 * INTERVAL_S, began[0] + RAMPUP_S + DURATION_S - 1.0
-    return record, [count for at, count in readings if start <= at <= end]
+    return record, [count for at, count in readings if start <= at <= end], lines
 
 
 def check_step(record: RunRecord, counts: list[int], url: str, tmp_path: Path) -> None:
@@ -130,8 +133,15 @@ def mariadb_url() -> Iterator[str]:
 
 
 def test_two_thousand_users_on_mariadb(mariadb_url: str, tmp_path: Path) -> None:
-    record, counts = sampled_run(mariadb_url, tmp_path)
+    record, counts, lines = sampled_run(mariadb_url, tmp_path)
     check_step(record, counts, mariadb_url, tmp_path)
+    # the server at its default stored_program_cache keeps each connection's compiled
+    # procedures: the run says so before it starts, and says nothing once the setting is 0
+    assert any("connections will keep its own compiled copy" in line and "stored_program_cache = 0" in line
+               for line in lines), lines
+    target = open_target(mariadb_url)
+    target.fetch_all("SET GLOBAL stored_program_cache = 0", "setting stored_program_cache")
+    assert target.routine_cache_note(USERS) is None
 
 
 @pytest.fixture()
@@ -147,5 +157,5 @@ def bouncer_url() -> Iterator[str]:
 
 
 def test_two_thousand_users_through_pgbouncer(bouncer_url: str, tmp_path: Path) -> None:
-    record, counts = sampled_run(bouncer_url, tmp_path)
+    record, counts, _ = sampled_run(bouncer_url, tmp_path)
     check_step(record, counts, bouncer_url, tmp_path)

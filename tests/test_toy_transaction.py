@@ -55,7 +55,7 @@ def test_a_toy_transaction_added_by_one_module_and_one_entry_commits(case: tuple
     workload = toy_workload(options)
     target = open_target(url)
     meta = read_meta(target, "tpcc")
-    workload.prepare_run(target, options)
+    workload.prepare_run(target, options, users=1)
     constants = {k.removeprefix("const_"): int(v) for k, v in meta.items() if k.startswith("const_")}
     ctx = RunContext("tpcc", url, int(meta["scale"]), 3, constants, options)
 

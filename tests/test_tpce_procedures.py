@@ -73,7 +73,7 @@ def session(db: Db, mode: str, user_id: int, exchange: MarketExchange | None = N
 @pytest.fixture(scope="module")
 def routines(db: Db) -> Db:
     """The database with the routines installed, as a run installs them."""
-    install_for_run(TpceWorkload(), db.target)
+    install_for_run(TpceWorkload(), db.target, users=2)
     return db
 
 

@@ -215,7 +215,7 @@ def _plan(config: RunConfig, prepared: Prepared, live: Callable[[str], None] | N
                         beside=sum(o.connections for o in prepared.watch),
                         capacity=cluster.capacity if cluster else None)
         make_trace_folder(checked.trace_dir)
-        prepared_run = wl.prepare_run(target, ctx.options)
+        prepared_run = wl.prepare_run(target, ctx.options, max(step.users for step in checked.steps))
         if prepared_run and live is not None:
             live(prepared_run)
         store = ResultsStore(config.results_url)

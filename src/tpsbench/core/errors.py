@@ -3,9 +3,12 @@
 Bad input and unreachable databases are the user's everyday business, not bugs: they
 must end in one line that names the problem and a non-zero exit, never a traceback.
 Everything raised for such reasons is a :class:`TpsbenchError`; the CLI prints its
-message and exits with its ``exit_code``.
+message and exits with its ``exit_code``. The drivers' own errors are read here too
+(:func:`error_codes`, :func:`error_message`), so that every layer classifies them by code
+and shows them in one line.
 """
 
+import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -105,3 +108,45 @@ def take_signal() -> int | None:
     any (then forgotten): a run that starts after one ends at once as interrupted."""
     signum, _raised[0] = _raised[0], None
     return signum
+
+
+#: pyodbc ends a message with the native error number and the ODBC call: "... (1213) (SQLExecDirectW)"
+_ODBC_NATIVE = re.compile(r"\((-?\d+)\)\s*\(SQL\w+\)\s*$")
+_SQLSTATE = re.compile(r"^[0-9A-Z]{5}$")
+#: and the ODBC call alone, cut from a message shown to the user
+_ODBC_CALL = re.compile(r"\s*\(SQL\w+\)\s*$")
+
+
+def error_codes(exc: BaseException) -> tuple[str | None, int | None]:
+    """(SQLSTATE, native error number) of a driver exception, either one None if unknown.
+
+    Drivers report them in different places: psycopg as ``exc.sqlstate``; PyMySQL and
+    mysqlclient as ``args == (number, message)``; pyodbc as ``args == (sqlstate,
+    message)`` with the native number in the message's tail. Reading all three here
+    lets every target classify errors by code, never by message text. SQLAlchemy's
+    wrappers are unwrapped first.
+    """
+    exc = getattr(exc, "orig", None) or exc
+    state = getattr(exc, "sqlstate", None)
+    args: tuple[Any, ...] = getattr(exc, "args", ())
+    code: int | None = None
+    if len(args) >= 2 and isinstance(args[0], int) and isinstance(args[1], str):
+        code = args[0]
+    elif len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str) and _SQLSTATE.match(args[0]):
+        state = state or args[0]
+        found = _ODBC_NATIVE.search(args[1])
+        code = int(found.group(1)) if found else None
+    return (state if isinstance(state, str) else None), code
+
+
+def error_message(exc: BaseException) -> str:
+    """One line of a driver error, without the tuple dressing some drivers put around it.
+
+    ``str()`` of a PyMySQL or pyodbc error is the repr of its ``(code, message)`` args,
+    which is noise in front of a user; the message itself is what they need.
+    """
+    args: tuple[Any, ...] = getattr(exc, "args", ())
+    if len(args) >= 2 and isinstance(args[1], str) and args[1].strip():
+        text = _ODBC_CALL.sub("", first_line(args[1]))
+        return f"{text} ({args[0]})" if isinstance(args[0], int) else text
+    return first_line(exc)

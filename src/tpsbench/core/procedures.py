@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.errors import TpsbenchError, error_codes
 from tpsbench.core.schema import install_routines
 from tpsbench.core.sql import SqlDialect
-from tpsbench.core.target import error_codes
 
 if TYPE_CHECKING:
     from tpsbench.core.target import Target
@@ -38,13 +37,16 @@ def wants_procedures(label: str, options: Mapping[str, str], available: bool, wh
     return mode == "on" or (mode == "auto" and available)
 
 
-def install_for_run(workload: Workload, target: Target) -> list[str]:
-    """Install the workload's routines before a run's first step (their names); a
-    database that refuses them (no CREATE ROUTINE privilege) says how to run without."""
+def install_for_run(workload: Workload, target: Target, users: int) -> tuple[list[str], str | None]:
+    """Install the workload's routines before a run's first step: their names, and what
+    the server holds for ``users`` connections calling them where a setting should
+    change (Target.routine_cache_note); a database that refuses them (no CREATE ROUTINE
+    privilege) says how to run without."""
     try:
-        return install_routines(workload, target)
+        names = install_routines(workload, target)
     except TpsbenchError as exc:
         raise TpsbenchError(f"{exc} (run with --procedures off to send statements instead)") from exc
+    return names, target.routine_cache_note(users)
 
 
 def call_statement(d: SqlDialect, routine: str, types: Sequence[str]) -> str:

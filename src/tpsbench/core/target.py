@@ -14,7 +14,6 @@ cost several times the client CPU of the calls below them per statement
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterator
 from functools import cached_property
 from typing import Any, ClassVar, NamedTuple
@@ -25,7 +24,7 @@ from sqlalchemy.engine import URL
 from tpsbench.core import processes
 from tpsbench.core.batch import Batch
 from tpsbench.core.cursor import CLIENT_CHOICES, CountingCursor, DbapiCountingCursor, FastCursor
-from tpsbench.core.errors import TpsbenchError, first_line
+from tpsbench.core.errors import TpsbenchError, error_codes, error_message, first_line
 from tpsbench.core.redact import safe_url, scrub_text, secrets_of
 from tpsbench.core.sql import SqlDialect
 
@@ -264,6 +263,11 @@ class Target:
         """How to raise :meth:`connection_limit`, for the error that refuses a run."""
         return ""
 
+    def routine_cache_note(self, connections: int) -> str | None:
+        """A line saying what to change where ``connections`` calling stored routines would
+        each keep a compiled copy of them in the server's memory (None: nothing to say)."""
+        return None
+
     def placeholder(self) -> str:
         """The DB-API parameter marker of this target's driver ("%s" or "?")."""
         return "%s"
@@ -337,11 +341,6 @@ class Target:
             return {name.lower() for name in sa.inspect(self.engine).get_table_names()}
 
 
-#: pyodbc ends a message with the native error number and the ODBC call: "... (1213) (SQLExecDirectW)"
-_ODBC_NATIVE = re.compile(r"\((-?\d+)\)\s*\(SQL\w+\)\s*$")
-_SQLSTATE = re.compile(r"^[0-9A-Z]{5}$")
-
-
 def rows_of(conn: Any, sql: str) -> list[tuple[Any, ...]]:
     """Rows of one parameterless query on ``conn`` (none: drivers spell placeholders apart)."""
     cur = conn.cursor()
@@ -360,41 +359,3 @@ def close_quietly(conn: Any) -> None:
             conn.close()
         except Exception:  # noqa: BLE001 - see the docstring
             pass
-
-
-def error_codes(exc: BaseException) -> tuple[str | None, int | None]:
-    """(SQLSTATE, native error number) of a driver exception, either one None if unknown.
-
-    Drivers report them in different places: psycopg as ``exc.sqlstate``; PyMySQL and
-    mysqlclient as ``args == (number, message)``; pyodbc as ``args == (sqlstate,
-    message)`` with the native number in the message's tail. Reading all three here
-    lets every target classify errors by code, never by message text. SQLAlchemy's
-    wrappers are unwrapped first.
-    """
-    exc = getattr(exc, "orig", None) or exc
-    state = getattr(exc, "sqlstate", None)
-    args: tuple[Any, ...] = getattr(exc, "args", ())
-    code: int | None = None
-    if len(args) >= 2 and isinstance(args[0], int) and isinstance(args[1], str):
-        code = args[0]
-    elif len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str) and _SQLSTATE.match(args[0]):
-        state = state or args[0]
-        found = _ODBC_NATIVE.search(args[1])
-        code = int(found.group(1)) if found else None
-    return (state if isinstance(state, str) else None), code
-
-
-def error_message(exc: BaseException) -> str:
-    """One line of a driver error, without the tuple dressing some drivers put around it.
-
-    ``str()`` of a PyMySQL or pyodbc error is the repr of its ``(code, message)`` args,
-    which is noise in front of a user; the message itself is what they need.
-    """
-    args: tuple[Any, ...] = getattr(exc, "args", ())
-    if len(args) >= 2 and isinstance(args[1], str) and args[1].strip():
-        text = _ODBC_CALL.sub("", first_line(args[1]))
-        return f"{text} ({args[0]})" if isinstance(args[0], int) else text
-    return first_line(exc)
-
-
-_ODBC_CALL = re.compile(r"\s*\(SQL\w+\)\s*$")

@@ -252,11 +252,12 @@ class Workload(ABC):
         work to them (the workload keeps them on itself). None by default."""
         return ()
 
-    def prepare_run(self, target: Target, options: Mapping[str, str]) -> str | None:
+    def prepare_run(self, target: Target, options: Mapping[str, str], users: int) -> str | None:
         """Make the database ready for this run's sessions (e.g. install stored procedures).
 
-        Called once, after the schema was verified, before the first user connects.
-        Returns a line to show the user, or None.
+        Called once, after the schema was verified, before the first user connects;
+        ``users``: the most of any step, one connection each. Returns what to show the
+        user (a line or a few), or None.
         """
         return None
 

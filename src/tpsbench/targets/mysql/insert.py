@@ -1,16 +1,24 @@
-"""The bulk path's fallback on MySQL and MariaDB: multi-row INSERTs rendered from a batch.
+"""The bulk paths on MySQL and MariaDB: LOAD DATA LOCAL of a batch's TSV, and multi-row
+INSERTs rendered from a batch as the fallback.
 
-Apart from tpsbench.targets.mysql.target because it is a path of its own: the servers that refuse
-LOAD DATA LOCAL (MySQL 8 ships with ``local_infile=OFF``) are loaded through it.
+Apart from tpsbench.targets.mysql.target because loading is a job of its own: the servers
+that refuse LOAD DATA LOCAL (MySQL 8 ships with ``local_infile=OFF``) are loaded through the
+INSERTs.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
 from tpsbench.core.batch import Batch
+from tpsbench.core.errors import TpsbenchError
 from tpsbench.core.tsv import NULL_TEXT
+
+#: where LOAD DATA's temporary file goes: memory, so the file costs no disk I/O
+SHM = "/dev/shm"
 
 #: size of one multi-row INSERT: it loaded faster than larger ones
 #: (bench/experiments/results/mysql_bulk_paths.txt) and stays under every server's max_allowed_packet
@@ -56,3 +64,35 @@ def _quoted(value: bytes) -> bytes:
     if value == NULL_TEXT:
         return b"NULL"
     return b"'" + value.replace(b"\\", b"\\\\").replace(b"'", b"''") + b"'"
+
+
+def load_data_local(conn: Any, batch: Batch) -> None:
+    """LOAD DATA LOCAL INFILE of the batch's TSV through a temporary file.
+
+    With LOCAL the server cannot stop the client mid-stream, so it turns duplicate keys
+    and bad values into warnings and skips or mangles rows (as IGNORE would): the row
+    count and the warnings are checked so that nothing is lost silently.
+    """
+    folder = SHM if os.access(SHM, os.W_OK) else None
+    with tempfile.NamedTemporaryFile(dir=folder, prefix="tpsbench-", suffix=".tsv") as tmp:
+        tmp.write(batch.to_tsv())
+        tmp.flush()
+        path = tmp.name.replace("\\", "\\\\").replace("'", "\\'")
+        cur = conn.cursor()
+        try:
+            cur.execute(
+                f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {batch.table} CHARACTER SET utf8mb4"
+                " FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n'"
+                f" ({','.join(batch.names)})"
+            )
+            loaded = cur.rowcount
+            cur.execute("SELECT @@warning_count")
+            warnings = int(cur.fetchone()[0])
+            if warnings:
+                cur.execute("SHOW WARNINGS LIMIT 1")
+                first = cur.fetchone()
+                raise TpsbenchError(f"LOAD DATA into {batch.table}: {warnings} warnings, the first: {first[2]}")
+        finally:
+            cur.close()
+    if loaded != len(batch):
+        raise TpsbenchError(f"LOAD DATA into {batch.table} stored {loaded} of {len(batch)} rows")

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import tempfile
 import time
 from typing import Any, ClassVar
 
@@ -35,12 +34,11 @@ from sqlalchemy.engine import URL
 
 from tpsbench.core.batch import Batch
 from tpsbench.core.cursor import CountingCursor
-from tpsbench.core.errors import TpsbenchError
+from tpsbench.core.errors import TpsbenchError, error_codes
 from tpsbench.core.sql import SqlDialect
-from tpsbench.core.target import error_codes
 from tpsbench.targets import server
 from tpsbench.targets.mysql import libmariadb
-from tpsbench.targets.mysql.insert import insert_rows
+from tpsbench.targets.mysql.insert import insert_rows, load_data_local
 from tpsbench.targets.mysql.mysqlclient import MysqlclientCountingCursor, MysqlclientCursor
 from tpsbench.targets.mysql.prepared import PreparedCountingCursor, PreparedCursor
 from tpsbench.targets.mysql.sessions import MysqlSessions
@@ -69,9 +67,10 @@ KEY_SETTINGS = (
 #: files a server holds beside its tables' and connections' (logs, sockets, pipes): the
 #: margin left free under open_files_limit
 FILES_BESIDE = 24
+#: connections from which a compiled copy of the routines in each is worth a note
+MANY_CONNECTIONS = 1000
 #: drivers by the name used in URLs, with the module that provides each
 DRIVER_MODULES = {"mysqldb": "MySQLdb", "pymysql": "pymysql"}
-SHM = "/dev/shm"
 #: the SHOW GLOBAL STATUS variables read_counters reads (MariaDB 10 and MySQL 5.7/8 have all)
 STATUS_VARIABLES = (
     "com_commit", "com_rollback", "innodb_buffer_pool_read_requests", "innodb_buffer_pool_reads",
@@ -201,6 +200,19 @@ class MysqlFamily(MysqlSessions):
             return ("each connection holds one of the server's open files: raise open_files_limit in my.cnf's "
                     "[mysqld] (and LimitNOFILE in its systemd unit) and restart it")
         return "raise it with SET GLOBAL max_connections = N (and max_connections in my.cnf to keep it)"
+
+    def routine_cache_note(self, connections: int) -> str | None:
+        """MySQL and MariaDB compile a routine into each connection that calls it and keep
+        it there (up to stored_program_cache routines): with thousands of connections,
+        gigabytes of the server's memory (docs/getting-started.md)."""
+        if connections < MANY_CONNECTIONS:
+            return None
+        ((cache,),) = self.fetch_all("SELECT @@GLOBAL.stored_program_cache", "reading stored_program_cache")
+        if not int(cache):
+            return None
+        return (f"note: each of the {connections:,} connections will keep its own compiled copy of the procedures it"
+                f" calls (stored_program_cache = {cache}), gigabytes of the server's memory in all;"
+                " SET GLOBAL stored_program_cache = 0 frees them after each call")
 
     def data_paths(self) -> list[str]:
         """The data directory, and InnoDB's data and redo log folders where set apart
@@ -350,38 +362,6 @@ def _importable(module: str) -> bool:
     except ImportError:
         return False
     return True
-
-
-def load_data_local(conn: Any, batch: Batch) -> None:
-    """LOAD DATA LOCAL INFILE of the batch's TSV through a temporary file.
-
-    With LOCAL the server cannot stop the client mid-stream, so it turns duplicate keys
-    and bad values into warnings and skips or mangles rows (as IGNORE would): the row
-    count and the warnings are checked so that nothing is lost silently.
-    """
-    folder = SHM if os.access(SHM, os.W_OK) else None
-    with tempfile.NamedTemporaryFile(dir=folder, prefix="tpsbench-", suffix=".tsv") as tmp:
-        tmp.write(batch.to_tsv())
-        tmp.flush()
-        path = tmp.name.replace("\\", "\\\\").replace("'", "\\'")
-        cur = conn.cursor()
-        try:
-            cur.execute(
-                f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {batch.table} CHARACTER SET utf8mb4"
-                " FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n'"
-                f" ({','.join(batch.names)})"
-            )
-            loaded = cur.rowcount
-            cur.execute("SELECT @@warning_count")
-            warnings = int(cur.fetchone()[0])
-            if warnings:
-                cur.execute("SHOW WARNINGS LIMIT 1")
-                first = cur.fetchone()
-                raise TpsbenchError(f"LOAD DATA into {batch.table}: {warnings} warnings, the first: {first[2]}")
-        finally:
-            cur.close()
-    if loaded != len(batch):
-        raise TpsbenchError(f"LOAD DATA into {batch.table} stored {loaded} of {len(batch)} rows")
 
 
 def quote_name(name: str) -> str:

@@ -179,7 +179,7 @@ class CustomWorkload(Workload):
         self.scale = int(meta.get("scale", "1"))
         return {**meta, "scale": str(self.scale)}
 
-    def prepare_run(self, target: Target, options: Mapping[str, str]) -> str | None:
+    def prepare_run(self, target: Target, options: Mapping[str, str], users: int) -> str | None:
         """Prepare every statement the run sends on the target and read the query
         parameters' values (once, for the whole run: every user of every step draws from
         the same rows); all problems in one error, before anything is stored."""

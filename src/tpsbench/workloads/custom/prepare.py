@@ -20,7 +20,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tpsbench.core.target import Target, error_message
+from tpsbench.core.errors import error_message
+from tpsbench.core.target import Target
 from tpsbench.workloads.custom.readonly import read_only
 from tpsbench.workloads.custom.sqltext import Named, parse
 

@@ -4,7 +4,7 @@ A rule lists errors by a portable name (``unique_violation``: the same mistake h
 SQLSTATE on PostgreSQL, an error number on MySQL and SQL Server, an extended result
 code's name on SQLite), by SQLSTATE (``"23505"``), by native error number (``1062``) or
 by SQLite's name (``"SQLITE_CONSTRAINT_UNIQUE"``). Errors are read from a driver's
-exception by tpsbench.core.target.error_codes, as the targets read them, never by
+exception by tpsbench.core.errors.error_codes, as the targets read them, never by
 their message text.
 """
 
@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tpsbench.core.target import error_codes
+from tpsbench.core.errors import error_codes
 
 #: name -> what each dialect reports for it: PostgreSQL's SQLSTATEs, MySQL/MariaDB's and SQL
 #: Server's error numbers (theirs overlap: 1205 is a lock timeout on one, a deadlock on the

@@ -21,7 +21,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING
 
 from tpsbench.core.cursor import Statement
-from tpsbench.core.target import error_codes
+from tpsbench.core.errors import error_codes
 from tpsbench.core.transactions import Transaction, TransactionTable
 from tpsbench.workloads.sysbench.modes import MODES
 

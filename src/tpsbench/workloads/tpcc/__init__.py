@@ -107,12 +107,13 @@ class TpccWorkload(Workload):
         """Without a step's queues (locks), which belong to the worker process that made them."""
         return {k: v for k, v in vars(self).items() if k != "delivery_queues"}
 
-    def prepare_run(self, target: Target, options: Mapping[str, str]) -> str | None:
+    def prepare_run(self, target: Target, options: Mapping[str, str], users: int) -> str | None:
         """Install the stored procedures when the run calls them (procedures=on/auto)."""
         if not uses_procedures(dict(options), statements(target.sql)):
             return None
-        names = install_for_run(self, target)
-        return f"tpcc: one stored-procedure call per transaction ({', '.join(names)}; --procedures off: statements)"
+        names, note = install_for_run(self, target, users)
+        return (f"tpcc: one stored-procedure call per transaction ({', '.join(names)}; --procedures off: statements)"
+                + (f"\n{note}" if note else ""))
 
     def users_per_worker(self, target: Target, options: Mapping[str, str]) -> int:
         """100 with stored procedures: a call keeps the server busy far longer than the

@@ -153,7 +153,7 @@ class TpceWorkload(Workload):
         worker process that made them."""
         return {k: v for k, v in vars(self).items() if k not in ("exchange", "maintenance")}
 
-    def prepare_run(self, target: Target, options: Mapping[str, str]) -> str | None:
+    def prepare_run(self, target: Target, options: Mapping[str, str], users: int) -> str | None:
         """Trade-Cleanup (trade_cleanup.py), once before the first step; before the first
         run ever, keep LAST_TRADE's total volume for check 9; install the stored
         procedures when the run calls them (procedures=on/auto), so that the routines it
@@ -163,14 +163,13 @@ class TpceWorkload(Workload):
         if checks.LT_VOL_KEY not in read_meta(target, self.name):
             (volume,), = target.fetch_all(checks.LT_VOL_SQL, "reading LAST_TRADE's volumes")
             write_meta(target, self.name, {checks.LT_VOL_KEY: int(volume or 0)})
-        if calls:
-            install_for_run(self, target)
+        note = install_for_run(self, target, users)[1] if calls else None
         with target.translate_errors("running Trade-Cleanup"):
             cancelled = trade_cleanup.run(target, first_trade_id(0, self.trade_days))
         sent = (f"one stored-procedure call each for {', '.join(procedures.CALLS)}; statements for the others"
                 " (--procedures off: statements throughout)" if calls else "statements for every transaction")
         return (f"tpce: {sent}; Trade-Cleanup cancelled {cancelled['pending']:,} pending and"
-                f" {cancelled['submitted']:,} submitted order(s) left open")
+                f" {cancelled['submitted']:,} submitted order(s) left open" + (f"\n{note}" if note else ""))
 
     def checks(self) -> list[Check]:
         return checks.CHECKS

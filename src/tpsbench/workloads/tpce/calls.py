@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from tpsbench.core.errors import error_codes, error_message
 from tpsbench.core.procedures import call_statement
 from tpsbench.core.sql import SqlDialect
-from tpsbench.core.target import error_codes, error_message
 from tpsbench.workloads.tpce.sql import Link, stamp
 
 if TYPE_CHECKING:

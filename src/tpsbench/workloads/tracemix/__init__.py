@@ -68,9 +68,9 @@ class TraceMixWorkload(CustomWorkload):
         refuse_missing(target, list(found.writes), "nothing run")
         return super().verify_schema(target)
 
-    def prepare_run(self, target: Target, options: Mapping[str, str]) -> str | None:
+    def prepare_run(self, target: Target, options: Mapping[str, str], users: int) -> str | None:
         """The custom workload's preparation, and what of the trace the mix leaves out."""
-        said = super().prepare_run(target, options) or ""
+        said = super().prepare_run(target, options, users) or ""
         mix = self.mix
         assert mix is not None, "configure made the mix"
         gone = (f"; left out: {mix.left_out} statement(s) that are not SELECT/INSERT/UPDATE/DELETE "
