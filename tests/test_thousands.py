@@ -44,7 +44,7 @@ pytestmark = pytest.mark.slow
 
 USERS = 2000
 WAREHOUSES = 2
-RAMPUP_S, DURATION_S, INTERVAL_S = 20.0, 30.0, 5.0
+RAMPUP_S, DURATION_S, INTERVAL_S = 10.0, 30.0, 5.0
 #: Wake-up lag bounds. The 10 ms p99 target is for a quiet machine (bench/fifteen_thousand.py).
 #: Here the database, the driver's two worker processes and other jobs share 2 cores (a
 #: load average of 10 was seen while this ran), and a user's wake-up waits for a core and
