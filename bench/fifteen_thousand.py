@@ -18,8 +18,10 @@ cores shared with the server a user wakes when due rather than when the schedule
 lets the driver run (what ``chrt -r 1 tpsbench run ...`` does; docs/postgresql.md):
 
 - MariaDB: a private mariadbd (tests/private_servers.py) started with
-  thread_handling=pool-of-threads, max_connections = users + 200 and open_files_limit
-  (and its process's file limit) 2 x users + 2000; or ``--mysql-url`` one set up already;
+  thread_handling=pool-of-threads, max_connections = users + 200, open_files_limit
+  (and its process's file limit) 2 x users + 2000, stored_program_cache ``--program-cache``
+  (0: each connection's compiled procedures freed after each call) and a buffer pool of
+  ``--buffer-pool`` (4G); or ``--mysql-url`` one set up already;
 - PostgreSQL: a database on the shared server (``--pg-url``), behind a private PgBouncer
   (transaction pooling, ``--pool`` server connections, max_client_conn = users + 100).
 
